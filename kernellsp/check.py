@@ -1,0 +1,465 @@
+"""``check``: static findings for CUDA files, the core the CLI and the language server share.
+
+For each file: parse the source model, bind and validate launch specs, build with nvcc (in
+parallel across files, cached by content hash), compute kernel and line metrics, and evaluate the
+rule matrix. Missing tools degrade the result (no nvcc: source-level rules only) and leave one
+note; bad input never raises: unreadable or binary files become file errors with a clear message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernellsp import analysis, exprs, occupancy, rules, spec, toolchain
+from kernellsp.build import DEFAULT_ARCH, BuildResult, Cancelled, build, match_kernel
+from kernellsp.findings import Finding, Range, Severity, line_range
+from kernellsp.source import Function, SourceModel, parse_source
+
+CUDA_SUFFIXES = (".cu", ".cuh")
+_SKIP_DIRS = {".git", ".kernellsp", "node_modules", "build", "dist", ".venv", "venv", "__pycache__"}
+MAX_FILE_BYTES = 8 * 1024 * 1024
+
+
+@dataclass
+class CheckOptions:
+    """How to check: target arch, caching, build on/off, timeouts, parallelism, rule locations."""
+
+    arch: str = DEFAULT_ARCH
+    use_cache: bool = True
+    build: bool = True
+    build_timeout_s: float = 120.0
+    jobs: int | None = None
+    workspace: Path | None = None
+    extra_rule_dirs: list[Path] = field(default_factory=list)
+    cancel: threading.Event | None = None
+
+
+@dataclass
+class KernelReport:
+    """What the check learned about one kernel (the data behind its findings)."""
+
+    name: str
+    line: int
+    has_spec: bool
+    metrics: dict[str, Any]
+
+
+@dataclass
+class FileReport:
+    """Findings and facts for one file; ``error`` is set when the file could not be checked at all."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    kernels: list[KernelReport] = field(default_factory=list)
+    error: str | None = None
+    build: BuildResult | None = None
+    specs: list[spec.BoundSpec] = field(default_factory=list)
+    model: SourceModel | None = None
+
+
+@dataclass
+class CheckReport:
+    """The result of a check run over several files."""
+
+    files: list[FileReport]
+    notes: list[str]
+    seconds: float = 0.0
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for fr in self.files for f in fr.findings]
+
+    @property
+    def errors(self) -> list[str]:
+        return [f"{fr.path}: {fr.error}" for fr in self.files if fr.error]
+
+
+class CheckError(Exception):
+    """A usage problem (no such path, nothing to check); the CLI exits 2 with the message."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Files
+
+
+def collect_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Expand files and directories to CUDA files; a path that does not exist raises :class:`CheckError`."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            raise CheckError(f"{raw}: no such file or directory")
+        if p.is_dir():
+            for root, dirs, files in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+                for f in sorted(files):
+                    if f.endswith(CUDA_SUFFIXES):
+                        out.append(Path(root) / f)
+        else:
+            out.append(p)
+    seen: set[Path] = set()
+    uniq = []
+    for p in out:
+        r = p.resolve()
+        if r not in seen:
+            seen.add(r)
+            uniq.append(p)
+    return uniq
+
+
+def read_source(path: Path) -> tuple[str | None, str | None]:
+    """The file's text, or ``(None, reason)`` for unreadable, binary or oversized files."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            return None, f"file is {size // (1024 * 1024)} MiB; kernellsp checks files up to {MAX_FILE_BYTES // (1024 * 1024)} MiB"
+        data = path.read_bytes()
+    except PermissionError:
+        return None, "cannot read the file: permission denied (check its mode and owner)"
+    except IsADirectoryError:
+        return None, "is a directory"
+    except OSError as exc:
+        return None, f"cannot read the file: {exc.strerror or exc}"
+    if b"\x00" in data[:65536]:
+        return None, "not a text file (it contains NUL bytes); is it a binary or an object file?"
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return data.decode("latin-1"), None
+
+
+# --------------------------------------------------------------------------------------------------
+# Metrics
+
+
+def _numeric_defines(model: SourceModel) -> dict[str, exprs.Value]:
+    out: dict[str, exprs.Value] = {}
+    for k, v in model.defines.items():
+        try:
+            val = exprs.evaluate(v.strip() or "x", out)
+        except exprs.ExprError:
+            continue
+        if isinstance(val, int | float) and not isinstance(val, bool):
+            out[k] = val
+    return out
+
+
+def _dim3_product(text: str, names: dict[str, exprs.Value], caller_text: str) -> int | None:
+    """Threads in a launch-site block expression: ``256``, ``BS``, ``dim3(16, 16)`` or a dim3 variable."""
+    text = text.strip()
+    m = re.fullmatch(r"dim3\s*[({](.*)[)}]", text)
+    if not m and re.fullmatch(r"[A-Za-z_]\w*", text) and text not in names:
+        decl = re.search(rf"\bdim3\s+{re.escape(text)}\s*[({{](.*?)[)}}]\s*;", caller_text)
+        if decl:
+            m = decl
+    parts = [p for p in m.group(1).split(",")] if m else [text]
+    total = 1
+    for p in parts:
+        try:
+            v = exprs.evaluate_int(p.strip().rstrip("uUlL"), names)
+        except exprs.ExprError:
+            return None
+        total *= v
+    return total
+
+
+def _launch_facts(fn: Function, model: SourceModel, bound: spec.BoundSpec | None) -> dict[str, Any]:
+    """block_size, block_source, smem_dynamic and grid_can_overshoot for one kernel."""
+    out: dict[str, Any] = {"has_spec": bound is not None}
+    if bound is not None and bound.spec.launch is not None:
+        s = bound.spec
+        overshoot = False
+        main: tuple[list[int], list[int], int] | None = None
+        for shape in s.all_shapes():
+            try:
+                names = s.resolved_sizes(shape)
+            except exprs.ExprError:
+                continue
+            dims = spec.launch_dims(s.launch, names)  # type: ignore[arg-type]
+            if isinstance(dims, str):
+                continue
+            if main is None:
+                main = dims
+            threads = math.prod(dims[0]) * math.prod(dims[1])
+            counts = []
+            for a in s.args.values():
+                if a.count is not None:
+                    with contextlib.suppress(exprs.ExprError):
+                        counts.append(exprs.evaluate_int(a.count, names))
+            if counts and threads > max(counts):
+                overshoot = True
+        if main is not None:
+            out.update(block_size=math.prod(main[1]), block_source="spec", smem_dynamic=main[2])
+        out["grid_can_overshoot"] = overshoot
+        return out
+    names = _numeric_defines(model)
+    sites = model.launches_of(fn.name)
+    overshoot = False
+    for site in sites:
+        caller = model.function(site.caller) if site.caller else None
+        caller_text = model.text[caller.span.start_byte : caller.span.end_byte] if caller else ""
+        if len(site.config) >= 2 and "block_size" not in out:
+            bs = _dim3_product(site.config[1], names, caller_text)
+            if bs is not None:
+                out.update(block_size=bs, block_source=f"launch site line {site.span.start_line + 1}")
+        if len(site.config) >= 3 and "smem_dynamic" not in out:
+            with contextlib.suppress(exprs.ExprError):
+                out["smem_dynamic"] = exprs.evaluate_int(site.config[2], names)
+        grid = site.config[0] if site.config else ""
+        if re.search(r"ceil_div|cdiv|\+.*-\s*1\s*\)?\s*/|\+\s*\w+\s*\)\s*/", grid) or (
+            "+" in grid and "/" in grid
+        ):
+            overshoot = True
+    if "block_size" not in out and fn.launch_bounds:
+        first = fn.launch_bounds.split(",")[0]
+        with contextlib.suppress(exprs.ExprError):
+            out.update(block_size=exprs.evaluate_int(first, names), block_source="__launch_bounds__")
+    out.setdefault("smem_dynamic", 0)
+    out["grid_can_overshoot"] = overshoot
+    return out
+
+
+def kernel_metrics(
+    fn: Function, model: SourceModel, facts: analysis.KernelFacts, build_result: BuildResult | None,
+    bound: spec.BoundSpec | None, arch: str,
+) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
+    """Kernel-scope metrics and per-line metrics (0-based line → values) for one kernel."""
+    km: dict[str, Any] = {"kernel": fn.name, "arch": arch}
+    km.update(_launch_facts(fn, model, bound))
+    km["readonly_unqualified"] = len(facts.readonly_unqualified)
+    km["readonly_names"] = ", ".join(facts.readonly_unqualified)
+    km["uses_double_params"] = facts.uses_double_params
+    sass_by_line: dict[int, dict[str, int]] = {}
+    matched = []
+    if build_result is not None and build_result.ok:
+        matched = [r for r in build_result.resources if match_kernel(r.mangled, fn.name)]
+    if matched:
+        worst = max(matched, key=lambda r: (r.registers, r.stack_frame, r.spill_stores))
+        km.update(
+            registers=worst.registers, spill_stores=worst.spill_stores, spill_loads=worst.spill_loads,
+            stack_frame=worst.stack_frame, smem_static=worst.smem_static, cmem=worst.cmem,
+            barriers=worst.barriers, instantiations=len(matched),
+        )  # fmt: skip
+        assert build_result is not None
+        km["sass_available"] = build_result.sass_available
+        if build_result.sass_available:
+            for r in matched:
+                for ln, counts in build_result.sass_lines.get(r.mangled, {}).items():
+                    acc = sass_by_line.setdefault(ln, {})
+                    for k, v in counts.items():
+                        acc[k] = max(acc.get(k, 0), v)
+            km["fp64_insts"] = sum(c.get("fp64", 0) for c in sass_by_line.values())
+            km["local_insts"] = sum(c.get("local_ld", 0) + c.get("local_st", 0) for c in sass_by_line.values())
+        bs = km.get("block_size")
+        lim = occupancy.arch_limits(arch)
+        km["max_blocks_per_sm"] = lim.max_blocks
+        km["max_warps_per_sm"] = lim.max_warps
+        if isinstance(bs, int) and bs > 0:
+            occ = occupancy.compute(arch, bs, worst.registers, worst.smem_static, int(km.get("smem_dynamic", 0)))
+            if occ.limiter != "invalid":
+                km.update(
+                    occupancy_pct=occ.occupancy_pct, occupancy_limiter=occ.limiter,
+                    blocks_per_sm=occ.blocks_per_sm, limit_registers=occ.limit_registers,
+                    limit_shared_memory=occ.limit_shared_memory, limit_warps=occ.limit_warps,
+                )  # fmt: skip
+    lines: dict[int, dict[str, Any]] = {}
+    for ln in set(facts.lines) | set(sass_by_line):
+        lm: dict[str, Any] = {"line": ln + 1}
+        lf = facts.lines.get(ln)
+        lm.update(analysis.as_line_metrics(lf or analysis.LineFacts()))
+        sass = sass_by_line.get(ln)
+        if km.get("sass_available"):
+            sass = sass or {}
+            lm["fp64_ops"] = sass.get("fp64", 0)
+            lm["local_ops"] = sass.get("local_ld", 0) + sass.get("local_st", 0)
+            lm["atomic_insts"] = sass.get("atomic_global", 0)
+        else:
+            lm["fp64_ops"] = lm["double_literals"] + lm["double_decls"]
+        lines[ln] = lm
+    return km, lines
+
+
+# --------------------------------------------------------------------------------------------------
+# Findings
+
+
+def _finding(rule: rules.Rule, path: str, rng: Range, values: dict[str, Any], kernel: str | None,
+             message: str | None = None) -> Finding:  # fmt: skip
+    used = rule.metric_names()
+    evidence = {k: v for k, v in values.items() if k in used and k not in ("kernel", "line")}
+    return Finding(
+        code=rule.code,
+        severity=rule.severity,
+        message=message if message is not None else rules.render(rule.message, values),
+        path=path,
+        range=rng,
+        kernel=kernel,
+        source=rule.source if rule.emitter is None else ("spec" if "spec" in rule.emitter else "nvcc"),
+        title=rule.title,
+        fix=rule.fix,
+        evidence=evidence,
+        impact=rules.impact(rule, values),
+    )
+
+
+def evaluate_rules(
+    ruleset: rules.RuleSet, model: SourceModel, path: str, fn: Function, km: dict[str, Any],
+    lines: dict[int, dict[str, Any]], source: str = "static",
+) -> list[Finding]:
+    """Run kernel-scope and line-scope rules of ``source`` over one kernel's metrics."""
+    out: list[Finding] = []
+    for rule in ruleset.conditional("kernel", source):
+        if rules.applies(rule, km):
+            out.append(_finding(rule, path, _span_range(fn.name_span), km, fn.name))
+    line_rules = ruleset.conditional("line", source)
+    for ln in sorted(lines):
+        values = {**km, **lines[ln]}
+        for rule in line_rules:
+            if rules.applies(rule, values):
+                text = model.lines[ln] if ln < len(model.lines) else None
+                out.append(_finding(rule, path, line_range(ln, text), values, fn.name))
+    return out
+
+
+def _span_range(span: Any) -> Range:
+    return Range(start_line=span.start_line, start_col=span.start_col, end_line=span.end_line, end_col=span.end_col)
+
+
+def _builtin(ruleset: rules.RuleSet, emitter: str, path: str, rng: Range, values: dict[str, Any],
+             kernel: str | None = None) -> Finding | None:  # fmt: skip
+    rule = ruleset.by_emitter(emitter)
+    if rule is None:
+        return None
+    return _finding(rule, path, rng, values, kernel)
+
+
+def bind_specs(model: SourceModel, ws_specs: dict[str, spec.KernelSpec], ws_origin: str | None
+               ) -> tuple[list[spec.BoundSpec], list[spec.SpecIssue]]:  # fmt: skip
+    """Comment-block specs plus workspace specs for entries defined in this file (comments win)."""
+    bound, issues = spec.specs_from_source(model)
+    have = {b.entry for b in bound}
+    for entry, s in ws_specs.items():
+        if entry not in have and model.function(entry) is not None:
+            bound.append(spec.BoundSpec(spec=s, entry=entry, origin="workspace", origin_path=ws_origin))
+    for b in bound:
+        issues.extend(spec.validate_against(b, model.function(b.entry), model))
+    return bound, issues
+
+
+def check_text(
+    path: Path, text: str, options: CheckOptions, ruleset: rules.RuleSet,
+    ws_specs: dict[str, spec.KernelSpec] | None = None, ws_origin: str | None = None,
+    build_result: BuildResult | None = None,
+) -> FileReport:
+    """Check one file's text (the editor buffer or the file on disk)."""
+    spath = str(path)
+    report = FileReport(path=spath)
+    model = parse_source(text, spath)
+    report.model = model
+    bound, issues = bind_specs(model, ws_specs or {}, ws_origin)
+    report.specs = bound
+    for iss in issues:
+        text_line = model.lines[iss.line] if 0 <= iss.line < len(model.lines) else None
+        f = _builtin(ruleset, "spec-error", spath, line_range(iss.line, text_line), {"message": iss.message})
+        if f is not None:
+            if iss.severity == "warning":
+                f.severity = Severity.warning
+            report.findings.append(f)
+    if build_result is None and options.build and path.suffix != ".cuh" and model.kernels:
+        flags: list[str] = []
+        for b in bound:
+            flags.extend(x for x in b.spec.flags if x not in flags)
+        build_result = build(path, text, model, options.arch, flags, options.build_timeout_s, options.use_cache,
+                             options.cancel)  # fmt: skip
+    report.build = build_result
+    if build_result is not None:
+        for msg in build_result.messages:
+            if msg.severity == "remark":
+                continue
+            emitter = "nvcc-error" if msg.severity == "error" else "nvcc-warning"
+            ln = msg.line if msg.line is not None and msg.line < max(1, len(model.lines)) else 0
+            text_line = model.lines[ln] if ln < len(model.lines) else None
+            tool = msg.tool if msg.tool != "nvcc" else "nvcc"
+            f = _builtin(ruleset, emitter, spath, line_range(ln, text_line),
+                         {"message": f"{tool}: {msg.message}" + (f" [#{msg.code}]" if msg.code else "")})  # fmt: skip
+            if f is not None:
+                report.findings.append(f)
+    spec_by_entry = {b.entry: b for b in bound}
+    launched_by_entry = {s.kernel for b in bound for s in model.launch_sites if s.caller == b.entry}
+    facts = analysis.analyse(model)
+    for fn in model.kernels:
+        kf = facts.get(fn.name) or analysis.KernelFacts(fn.name)
+        kspec = spec_by_entry.get(fn.name)
+        km, lines = kernel_metrics(fn, model, kf, build_result, kspec, options.arch)
+        report.kernels.append(KernelReport(fn.name, fn.name_span.start_line, kspec is not None, km))
+        report.findings.extend(evaluate_rules(ruleset, model, spath, fn, km, lines))
+        if kspec is None and fn.name not in launched_by_entry:
+            f = _builtin(ruleset, "missing-spec", spath, _span_range(fn.name_span), {"kernel": fn.name}, fn.name)
+            if f is not None:
+                report.findings.append(f)
+    report.findings.sort(key=lambda f: f.sort_key())
+    return report
+
+
+def check_paths(
+    paths: Iterable[str | Path], options: CheckOptions | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> CheckReport:
+    """Check files and directories. Raises :class:`CheckError` only for usage problems."""
+    opts = options or CheckOptions()
+    t0 = time.monotonic()
+    files = collect_files(paths)
+    notes: list[str] = []
+    if not files:
+        raise CheckError("no CUDA files (.cu, .cuh) found in the given paths")
+    first_root = spec.find_workspace_root(files[0])
+    workspace = opts.workspace or first_root
+    ruleset = rules.load_rules(workspace, opts.extra_rule_dirs)
+    if opts.build and toolchain.find_tool("nvcc") is None:
+        notes.append(f"nvcc not found, so only source-level rules ran: {toolchain.INSTALL_HINTS['nvcc']}")
+        opts = CheckOptions(**{**opts.__dict__, "build": False})
+    elif opts.build and toolchain.find_tool("nvdisasm") is None:
+        notes.append("nvdisasm not found: fp64 and local-memory rules use source heuristics "
+                     f"({toolchain.INSTALL_HINTS['nvdisasm']})")  # fmt: skip
+    ws_cache: dict[Path | None, tuple[dict[str, spec.KernelSpec], str | None]] = {}
+    texts: list[tuple[Path, str | None, str | None]] = [(p, *read_source(p)) for p in files]
+
+    def one(item: tuple[Path, str | None, str | None]) -> FileReport:
+        p, text, err = item
+        if err is not None or text is None:
+            return FileReport(path=str(p), error=err)
+        if opts.cancel is not None and opts.cancel.is_set():
+            return FileReport(path=str(p), error="cancelled")
+        ws_specs, origin = ws_cache[spec.find_workspace_root(p)]
+        try:
+            return check_text(p, text, opts, ruleset, ws_specs, origin)
+        except Cancelled:
+            return FileReport(path=str(p), error="cancelled")
+
+    jobs = opts.jobs or max(1, min(len(texts), os.cpu_count() or 1))
+    results: list[FileReport] = []
+    done = 0
+    # Workspace specs are read once per root before the pool starts, so the threads only read ws_cache.
+    for p, _t, _e in texts:
+        root = spec.find_workspace_root(p)
+        if root not in ws_cache:
+            specs, issues, origin = spec.load_workspace_specs(root) if root else ({}, [], None)
+            notes.extend(iss.message for iss in issues)
+            ws_cache[root] = (specs, origin)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for res in pool.map(one, texts):
+            results.append(res)
+            done += 1
+            if progress is not None:
+                progress(done, len(texts), res.path)
+    return CheckReport(files=results, notes=notes, seconds=time.monotonic() - t0)

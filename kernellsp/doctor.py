@@ -1,0 +1,97 @@
+"""``doctor``: what this machine can do for kernellsp, and how to fix what is missing.
+
+Each check is a :class:`Check` with a status (``ok``, ``missing``, ``warn``), what was found, and
+the fix. The CLI prints them; the language server logs them at start-up.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from kernellsp import toolchain
+from kernellsp.settings import Settings, SettingsError, load_settings
+
+
+@dataclass
+class Check:
+    """One line of the doctor's report."""
+
+    name: str
+    status: Literal["ok", "missing", "warn"]
+    detail: str
+    fix: str = ""
+    #: Needed for static checks (nvcc); the others unlock profiling, verification or the LLM.
+    required: bool = False
+
+
+def _tool(name: str, purpose: str, required: bool = False) -> Check:
+    path = toolchain.find_tool(name)
+    if path is None:
+        return Check(name, "missing", f"not found ({purpose})", toolchain.INSTALL_HINTS.get(name, ""), required)
+    ver = toolchain.tool_version(name)
+    return Check(name, "ok", f"{path}" + (f" ({ver})" if ver else ""), "", required)
+
+
+def counter_permission() -> Check:
+    """Whether non-root users may read GPU performance counters (ERR_NVGPUCTRPERM otherwise)."""
+    params = Path("/proc/driver/nvidia/params")
+    if not params.is_file():
+        return Check("gpu counters", "missing", "no NVIDIA driver on this host",
+                     "profile on a GPU host (--gpu-host user@host) or install the driver")  # fmt: skip
+    try:
+        text = params.read_text()
+    except OSError as exc:
+        return Check("gpu counters", "warn", f"cannot read {params}: {exc}")
+    admin_only = any(line.strip() == "RmProfilingAdminOnly: 1" for line in text.splitlines())
+    if admin_only and os.geteuid() != 0:
+        return Check("gpu counters", "missing", "restricted to administrators (RmProfilingAdminOnly: 1)",
+                     "run as root, or set NVreg_RestrictProfilingToAdminUsers=0 for the nvidia module "
+                     "(https://developer.nvidia.com/ERR_NVGPUCTRPERM)")  # fmt: skip
+    return Check("gpu counters", "ok", "readable" + (" (as root)" if admin_only else ""))
+
+
+def run_checks(workspace: Path | None = None) -> list[Check]:
+    """Every check, in the order the CLI prints them."""
+    checks = [
+        _tool("nvcc", "builds and static analysis", required=True),
+        _tool("ptxas", "register and spill reports", required=True),
+        _tool("nvdisasm", "per-line SASS: fp64, local memory, atomics"),
+        _tool("ncu", "profiling with Nsight Compute"),
+        _tool("compute-sanitizer", "memcheck/racecheck gate for rewrites"),
+    ]
+    gpu = toolchain.query_gpu()
+    if isinstance(gpu, str):
+        checks.append(Check("gpu", "missing", gpu, "profile on a GPU host with --gpu-host user@host"))
+    else:
+        mem = f", {gpu.memory_mib} MiB" if gpu.memory_mib else ""
+        checks.append(Check("gpu", "ok", f"{gpu.name} (driver {gpu.driver}{mem})"))
+    checks.append(counter_permission())
+    try:
+        import ncu_report  # noqa: F401
+
+        checks.append(Check("ncu-report", "ok", "Python reader for .ncu-rep files is installed"))
+    except ImportError:
+        checks.append(Check("ncu-report", "missing", "cannot read Nsight Compute reports",
+                            "pip install ncu-report"))  # fmt: skip
+    try:
+        settings: Settings | None = load_settings(workspace)
+    except SettingsError as exc:
+        settings = None
+        checks.append(Check("settings", "missing", str(exc), "fix the named setting"))
+    if settings is not None:
+        llm = settings.llm
+        if not llm.configured:
+            checks.append(Check("llm", "warn", "no endpoint configured: rewrites come from the built-in tuner",
+                                "set llm.base_url and llm.model in kernellsp.toml [settings] or "
+                                "KERNELLSP_LLM_BASE_URL / KERNELLSP_LLM_MODEL"))  # fmt: skip
+        elif not os.environ.get(llm.api_key_env):
+            checks.append(Check("llm", "warn", f"{llm.model} at {llm.base_url}, but ${llm.api_key_env} is not set",
+                                f"export {llm.api_key_env}=... (or set llm.api_key_env to the variable that holds the key)"))  # fmt: skip
+        else:
+            checks.append(Check("llm", "ok", f"{llm.model} at {llm.base_url} (key in ${llm.api_key_env})"))
+        runner = settings.runner if not settings.gpu_host else f"ssh {settings.gpu_host}"
+        checks.append(Check("runner", "ok", f"{runner}, arch {settings.arch}"))
+    return checks

@@ -1,0 +1,126 @@
+"""Where the CUDA tools are and which versions they are.
+
+kernellsp looks for each tool on ``PATH``, then under ``$CUDA_HOME/bin`` (or ``$CUDA_PATH``), then
+``/usr/local/cuda/bin``; ``nvdisasm`` is also found inside NVIDIA's ``nvidia-cuda-nvdisasm`` wheel.
+Missing tools are not errors here: callers degrade (no nvcc → source-level rules only) and say so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+
+class ToolMissing(RuntimeError):
+    """A required tool is not installed; the message names the tool and how to get it."""
+
+
+INSTALL_HINTS = {
+    "nvcc": "install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads) and put its bin/ on PATH, "
+    "or set CUDA_HOME",
+    "ptxas": "ptxas ships with nvcc in the CUDA toolkit; put the toolkit's bin/ on PATH",
+    "nvdisasm": "pip install nvidia-cuda-nvdisasm (or the CUDA toolkit) for per-line SASS findings",
+    "ncu": "install Nsight Compute (ships with the CUDA toolkit) and put ncu on PATH",
+    "compute-sanitizer": "compute-sanitizer ships with the CUDA toolkit; put its bin/ on PATH",
+    "nvidia-smi": "install the NVIDIA driver",
+}
+
+
+def _candidates(name: str) -> list[Path]:
+    out: list[Path] = []
+    found = shutil.which(name)
+    if found:
+        out.append(Path(found))
+    for env in ("CUDA_HOME", "CUDA_PATH"):
+        base = os.environ.get(env)
+        if base:
+            out.append(Path(base) / "bin" / name)
+    out.append(Path("/usr/local/cuda/bin") / name)
+    if name == "ncu":
+        out.extend(sorted(Path("/opt/nvidia/nsight-compute").glob("*/ncu"), reverse=True))
+        out.extend(sorted(Path("/usr/local/cuda").glob("nsight-compute*/ncu")))
+    if name == "compute-sanitizer":
+        out.append(Path("/usr/local/cuda/compute-sanitizer/compute-sanitizer"))
+    if name == "nvdisasm":
+        try:
+            import nvidia
+
+            for base in getattr(nvidia, "__path__", []):
+                out.extend(Path(base).glob("cu*/bin/nvdisasm"))
+        except ImportError:
+            pass
+    return out
+
+
+@cache
+def find_tool(name: str) -> str | None:
+    """Absolute path of ``name`` or ``None``. Cached per process; :func:`reset` clears it."""
+    for c in _candidates(name):
+        if c.is_file() and os.access(c, os.X_OK):
+            return str(c)
+    return None
+
+
+def require(name: str) -> str:
+    """Path of ``name``, or :class:`ToolMissing` with the fix."""
+    p = find_tool(name)
+    if p is None:
+        raise ToolMissing(f"{name} not found: {INSTALL_HINTS.get(name, 'install it and put it on PATH')}")
+    return p
+
+
+def reset() -> None:
+    """Forget cached tool locations and versions (tests change PATH)."""
+    find_tool.cache_clear()
+    tool_version.cache_clear()
+
+
+@cache
+def tool_version(name: str) -> str | None:
+    """A short version string (``13.0.88``), or ``None`` when the tool is missing or silent."""
+    path = find_tool(name)
+    if path is None:
+        return None
+    try:
+        proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = proc.stdout + proc.stderr
+    m = re.search(r"release\s+([\d.]+),\s*V([\d.]+)", text)
+    if m:
+        return m.group(2)
+    m = re.search(r"Version\s+([\d.]+)", text) or re.search(r"(\d+\.\d+(?:\.\d+)+)", text)
+    return m.group(1) if m else text.strip().splitlines()[-1] if text.strip() else None
+
+
+@dataclass
+class GpuInfo:
+    """What nvidia-smi says about GPU 0."""
+
+    name: str
+    driver: str
+    memory_mib: int | None = None
+
+
+def query_gpu() -> GpuInfo | str:
+    """GPU 0 as nvidia-smi sees it, or a one-line reason there is none."""
+    smi = find_tool("nvidia-smi")
+    if smi is None:
+        return "no NVIDIA driver (nvidia-smi not found)"
+    try:
+        proc = subprocess.run(
+            [smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=20,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"nvidia-smi failed: {exc}"
+    if proc.returncode != 0 or not proc.stdout.strip():
+        return f"nvidia-smi found no GPU: {(proc.stderr or proc.stdout).strip()[:200]}"
+    parts = [p.strip() for p in proc.stdout.strip().splitlines()[0].split(",")]
+    mem = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else None
+    return GpuInfo(name=parts[0], driver=parts[1] if len(parts) > 1 else "?", memory_mib=mem)
