@@ -223,17 +223,22 @@ def parse_nvdisasm(text: str, source_path: str) -> dict[str, dict[int, dict[str,
     out: dict[str, dict[int, dict[str, int]]] = {}
     func: str | None = None
     line: int | None = None
+    # nvdisasm prints a line comment only when the location changes, also across sections: a
+    # function whose first instructions share the previous function's last location has none.
+    carried: int | None = None
     for raw in text.splitlines():
         m = _SECTION.match(raw)
         if m:
             func = m.group(1)
             out.setdefault(func, {})
-            line = None
+            line = carried
             continue
         m = _LINEINFO.match(raw)
         if m:
             if os.path.basename(m.group(1)) == base:
-                line = int(m.group(2)) - 1
+                line = carried = int(m.group(2)) - 1
+            else:
+                carried = None
             continue
         if func is None or line is None:
             continue

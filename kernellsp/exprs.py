@@ -52,6 +52,8 @@ FUNCTIONS: dict[str, Callable[..., Value]] = {
     "int": lambda a: int(_num(a)),
     "float": lambda a: float(_num(a)),
     "log2": lambda a: math.log2(_num(a)),
+    "ceil": lambda a: math.ceil(_num(a)),
+    "floor": lambda a: math.floor(_num(a)),
     "sqrt": lambda a: math.sqrt(_num(a)),
     "pct": lambda a, b: 100.0 * _num(a) / _num(b) if _num(b) else 0.0,
     "defined": lambda a: a is not None,
@@ -129,7 +131,7 @@ def parse(text: str) -> Expr:
     if not src:
         raise ExprError("empty expression")
     py = src.replace("&&", " and ").replace("||", " or ")
-    py = _replace_bang(py)
+    py = _replace_bang(py).strip()
     try:
         tree = ast.parse(py, mode="eval")
     except SyntaxError as exc:
@@ -183,6 +185,12 @@ def _eval(node: ast.expr, names: Mapping[str, Value]) -> Any:
                 raise ExprError("division by zero")
             q = abs(a) // abs(b)
             return q if (a >= 0) == (b >= 0) else -q
+        if isinstance(node.op, ast.Mod) and isinstance(a, int) and isinstance(b, int):
+            # C semantics to match `/`: the remainder takes the dividend's sign, a == (a/b)*b + a%b.
+            if b == 0:
+                raise ExprError("modulo by zero")
+            r = abs(a) % abs(b)
+            return r if a >= 0 else -r
         return _BINOPS[type(node.op)](a, b)
     if isinstance(node, ast.UnaryOp):
         v = _eval(node.operand, names)

@@ -115,7 +115,39 @@ _L: list[tuple[str, str, str, str]] = [
     ("local_ops", "sass", "instructions", "LDL/STL instructions on the line"),
     ("atomic_insts", "sass", "instructions", "global atomic/reduction instructions on the line"),
 ]
+# Composite profile values computed by kernellsp.profiling on top of the ncu-derived metrics.
+_PK: list[tuple[str, str, str, str]] = [
+    ("top_pipe", "ncu", "name", "busiest SM pipe (fma, alu, fp64, tensor, shared)"),
+    ("top_pipe_pct", "ncu", "%", "its utilisation, % of peak"),
+    ("dominant_stall", "ncu", "name", "the warp-stall reason with the largest share of latency"),
+    ("dominant_stall_share", "ncu", "fraction", "that reason's share of the average warp latency"),
+    ("tail_idle_pct", "ncu", "%", "share of SM slots idle in the last wave (100 × (ceil(w) - w) / ceil(w))"),
+    ("footprint_bytes", "spec", "bytes", "fewest DRAM bytes the spec implies: inputs read once, outputs written once"),
+    ("footprint_mb", "spec", "MB", "footprint_bytes in MB"),
+    ("dram_mb", "ncu", "MB", "DRAM bytes moved, MB"),
+    ("dram_excess_ratio", "ncu", "ratio", "DRAM bytes moved / minimal footprint"),
+    ("hot_lines_text", "ncu", "text", "the hottest source lines by stall samples, with their shares"),
+]
+_PL: list[tuple[str, str, str, str]] = [
+    ("line_stall_share", "ncu", "fraction", "the line's share of the kernel's warp-stall samples"),
+    ("line_dominant_stall", "ncu", "name", "the line's most sampled stall reason"),
+    ("line_dominant_stall_share", "ncu", "fraction", "that reason's share of the line's samples"),
+    ("line_l2_sectors", "ncu", "sectors", "theoretical L2 sectors of the line's global accesses"),
+    ("line_ideal_sectors", "ncu", "sectors", "sectors a perfectly coalesced access would need"),
+    ("line_excess_sector_pct", "ncu", "%", "excessive share of the line's global sectors (uncoalesced)"),
+    ("line_sector_share", "ncu", "fraction", "the line's share of the kernel's global sectors"),
+    ("line_sectors_per_ideal", "ncu", "ratio", "actual / ideal sectors on the line"),
+    ("line_shared_nway", "ncu", "ways", "worst shared-memory bank-conflict degree on the line"),
+    ("line_shared_excess_pct", "ncu", "%", "excessive share of the line's shared-memory wavefronts"),
+    ("line_avg_threads", "ncu", "threads", "average active threads per executed warp instruction on the line"),
+    ("line_inst_share", "ncu", "fraction", "the line's share of executed warp instructions"),
+    ("line_divergent_branches", "ncu", "count", "divergent branch targets on the line"),
+]
 # fmt: on
+for _n, _s, _u, _d in _PK:
+    register(_n, "kernel", _s, _u, _d)
+for _n, _s, _u, _d in _PL:
+    register(_n, "line", _s, _u, _d)
 for _n, _s, _u, _d in _K:
     register(_n, "kernel", _s, _u, _d)
 for _n, _s, _u, _d in _L:

@@ -116,6 +116,9 @@ def compute(arch: str, block_size: int, registers: int, static_smem: int, dynami
         ("warps", limit_warps),
         ("blocks", limit_blocks),
     ]
+    if smem == 0:
+        # No shared memory: its "limit" is only the block cap repeated, never the limiter.
+        order = [o for o in order if o[0] != "shared_memory"]
     limiter: Limiter = next(name for name, value in order if value == blocks)
     active = blocks * warps_per_block
     return Occupancy(

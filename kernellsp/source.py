@@ -192,6 +192,7 @@ def parse_source(text: str, path: str = "<buffer>") -> SourceModel:
     model.tree = tree
     t = _Text(data)
     _walk(tree.root_node, t, model, extern_c=False)
+    _collect_errors(tree.root_node, t, model)
     _collect_comments(tree.root_node, t, model)
     model.has_main = any(f.name == "main" and f.kind == "host" and f.has_body for f in model.functions)
     return model
@@ -210,8 +211,6 @@ def _walk(node: tree_sitter.Node, t: _Text, model: SourceModel, extern_c: bool) 
     while stack:
         n, ext, tmpl, tmpl_node = stack.pop()
         typ = n.type
-        if typ == "ERROR" or n.is_missing:
-            model.syntax_errors.append(t.span(n))
         if typ == "function_definition":
             fn = _function(n, t, ext, tmpl, tmpl_node)
             if fn is not None:
@@ -249,6 +248,17 @@ def _walk(node: tree_sitter.Node, t: _Text, model: SourceModel, extern_c: bool) 
         # Descend into namespaces, preprocessor conditionals, ERROR recovery nodes, declaration lists.
         for c in reversed(n.children):
             stack.append((c, ext, None, None))
+
+
+def _collect_errors(root: tree_sitter.Node, t: _Text, model: SourceModel) -> None:
+    """ERROR and MISSING nodes anywhere in the tree, function bodies included, in source order."""
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type == "ERROR" or n.is_missing:
+            model.syntax_errors.append(t.span(n))
+        if n.has_error:
+            stack.extend(reversed(n.children))
 
 
 def _function(
@@ -472,9 +482,12 @@ def _block_comment(raw: str, first_line: int) -> tuple[str, list[int]] | None:
     # Common indentation is cosmetic; TOML does not care but round-trips look cleaner without it.
     indents = [len(x) - len(x.lstrip()) for x in out if x.strip()]
     cut = min(indents) if indents else 0
-    return "\n".join(x[cut:] if len(x) >= cut else x.lstrip() for x in out).strip("\n"), nums[
-        next((i for i, x in enumerate(out) if x.strip()), 0) :
-    ]
+    body = [x[cut:] if len(x) >= cut else x.lstrip() for x in out]
+    # Drop blank (or whitespace-only) lines at both ends from the text and the line map alike, so
+    # body line i always came from source line nums[i].
+    first = next((i for i, x in enumerate(body) if x.strip()), len(body))
+    last = max((i for i, x in enumerate(body) if x.strip()), default=first - 1)
+    return "\n".join(body[first : last + 1]), nums[first : last + 1]
 
 
 def node_at(model: SourceModel, line: int, col: int) -> tree_sitter.Node | None:

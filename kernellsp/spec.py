@@ -237,7 +237,15 @@ def _line_of(block: CommentBlock | None, field: str) -> int:
     start = 0
     for want in parts:
         pat = re.compile(rf"(^|[\s{{,\[.]){re.escape(want)}\s*=|^\s*\[(\w+\.)*{re.escape(want)}\]")
-        hit = next((i for i in range(start, len(lines)) if pat.search(lines[i])), None)
+        end = len(lines)
+        if best is not None and 0 < lines[best].count("{") == lines[best].count("}"):
+            # The parent is an inline table closed on its own line: a sub-field it lacks is not on
+            # a later line (`x = { dtype = "f32" }` missing count must not land on `y = {..count..}`).
+            end = best + 1
+        elif best is not None and re.match(r"^\s*\[", lines[best]):
+            # The parent is a [table] header: its sub-fields end at the next header.
+            end = next((i for i in range(best + 1, len(lines)) if re.match(r"^\s*\[", lines[i])), len(lines))
+        hit = next((i for i in range(start, end) if pat.search(lines[i])), None)
         if hit is not None:
             best = start = hit
     if best is None or best >= len(block.body_lines):

@@ -1,0 +1,400 @@
+"""Runners: where GPU work (build, run, ncu, compute-sanitizer) happens.
+
+* :class:`LocalRunner` uses this host's GPU.
+* :class:`SshRunner` uses a remote host over ssh: files go up with ``tar | ssh tar -x``, commands
+  run in a remote scratch directory, results come back the same way, and one ssh master
+  connection (``ControlMaster``) is reused for every step.
+
+Both give the program under test a fresh scratch directory and an environment stripped of
+secrets (no API keys or tokens), run one job at a time per GPU (a lock file on the GPU host), kill
+whole process groups on timeout or cancel, and turn the usual failures into :class:`RunnerError`
+messages that name the fix: unreachable host, no nvcc or ncu there, no GPU, counters not
+permitted (ERR_NVGPUCTRPERM), timeouts, crashing or hanging kernels.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+import uuid
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernellsp.build import Cancelled
+
+#: Environment variables passed to programs under test; everything else is dropped.
+_ENV_KEEP = ("PATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "LANG", "LC_ALL",
+             "TERM", "NVIDIA_TF32_OVERRIDE", "CUDA_DEVICE_ORDER")  # fmt: skip
+_SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
+_LOCK_NAME = "kernellsp-gpu.lock"
+
+
+class RunnerError(RuntimeError):
+    """A runner problem the user can fix; ``kind`` is a stable tag for tests and the LSP."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass
+class RunResult:
+    """A finished command: exit code, output, wall time."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def clean_env(extra: dict[str, str] | None = None, home: str | None = None) -> dict[str, str]:
+    """The environment for code under test: a short allow-list, never anything that looks secret."""
+    env = {k: v for k, v in os.environ.items() if k in _ENV_KEEP and not _SECRET.search(k)}
+    env.setdefault("PATH", "/usr/local/cuda/bin:/usr/bin:/bin")
+    if home:
+        env["HOME"] = home
+        env["TMPDIR"] = home
+    # Results must not depend on the TF32 default of any library the program links.
+    env.setdefault("NVIDIA_TF32_OVERRIDE", "0")
+    for k, v in (extra or {}).items():
+        if not _SECRET.search(k):
+            env[k] = v
+    return env
+
+
+def classify_failure(output: str) -> RunnerError | None:
+    """Recognise well-known failures in a tool's output."""
+    if "ERR_NVGPUCTRPERM" in output:
+        return RunnerError(
+            "counters",
+            "the GPU's performance counters are restricted to administrators (ERR_NVGPUCTRPERM): run as root, "
+            "or set NVreg_RestrictProfilingToAdminUsers=0 (https://developer.nvidia.com/ERR_NVGPUCTRPERM); "
+            "timing still works without counters",
+        )
+    if re.search(r"no CUDA-capable device|CUDA driver version is insufficient|cudaErrorNoDevice|"
+                 r"No supported GPU|no kernels were profiled.*device", output):  # fmt: skip
+        return RunnerError("no_gpu", "no usable CUDA GPU on the runner host (check nvidia-smi there)")
+    if "Failed to initialize the profiler" in output or "LibraryNotLoaded" in output:
+        return RunnerError("profiler", "ncu could not start its profiler on this host: " + _last_lines(output))
+    return None
+
+
+def _last_lines(text: str, n: int = 3) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return " | ".join(lines[-n:])
+
+
+class Runner(ABC):
+    """Where GPU jobs run. ``workdir`` is a per-job scratch directory on the runner host."""
+
+    name: str
+
+    @abstractmethod
+    def new_workdir(self) -> str:
+        """Create a fresh scratch directory on the runner host and return its path there."""
+
+    @abstractmethod
+    def put(self, files: dict[str, bytes], workdir: str) -> None:
+        """Write ``{relative path: content}`` into ``workdir``."""
+
+    @abstractmethod
+    def get(self, workdir: str, rel_paths: list[str], dest: Path) -> list[Path]:
+        """Copy files or directories (relative to ``workdir``) into ``dest``; missing ones are skipped."""
+
+    @abstractmethod
+    def run(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None = None,
+            env: dict[str, str] | None = None, gpu_lock: bool = False) -> RunResult:  # fmt: skip
+        """Run ``argv`` in ``workdir`` with a clean environment; raise RunnerError on timeout."""
+
+    @abstractmethod
+    def which(self, tool: str) -> str | None:
+        """Path of ``tool`` on the runner host."""
+
+    @abstractmethod
+    def cleanup(self, workdir: str) -> None:
+        """Remove a scratch directory."""
+
+    def require(self, tool: str) -> str:
+        path = self.which(tool)
+        if path is None:
+            hints = {"nvcc": "install the CUDA toolkit there and put its bin/ on PATH",
+                     "ncu": "install Nsight Compute there (it ships with the CUDA toolkit) and put ncu on PATH",
+                     "compute-sanitizer": "compute-sanitizer ships with the CUDA toolkit; put its bin/ on PATH"}  # fmt: skip
+            raise RunnerError(f"no_{tool.replace('-', '_')}",
+                              f"{tool} not found on {self.name}: {hints.get(tool, 'install it there')}")  # fmt: skip
+        return path
+
+
+def _popen_run(argv: list[str], cwd: str | None, timeout_s: float, cancel: threading.Event | None,
+               env: dict[str, str] | None, label: str) -> RunResult:  # fmt: skip
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                errors="replace", start_new_session=True)  # fmt: skip
+    except OSError as exc:
+        raise RunnerError("exec", f"cannot run {argv[0]}: {exc.strerror or exc}") from None
+    deadline = t0 + timeout_s
+    while True:
+        try:
+            out, err = proc.communicate(timeout=0.2)
+            return RunResult(proc.returncode, out, err, time.monotonic() - t0)
+        except subprocess.TimeoutExpired:
+            if cancel is not None and cancel.is_set():
+                _killpg(proc)
+                raise Cancelled(label) from None
+            if time.monotonic() > deadline:
+                _killpg(proc)
+                raise RunnerError("timeout", f"{label} did not finish within {timeout_s:.0f} s and was killed "
+                                             "(a hanging kernel? raise the timeout if the work is really that long)") from None  # fmt: skip
+
+
+def _killpg(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.communicate(timeout=10)
+
+
+class LocalRunner(Runner):
+    """This host's GPU."""
+
+    def __init__(self, scratch_root: Path | None = None) -> None:
+        self.name = "this host"
+        self.scratch_root = scratch_root or Path(tempfile.gettempdir())
+
+    def new_workdir(self) -> str:
+        return tempfile.mkdtemp(prefix="kernellsp-job-", dir=self.scratch_root)
+
+    def put(self, files: dict[str, bytes], workdir: str) -> None:
+        for rel, data in files.items():
+            p = Path(workdir) / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(data)
+
+    def get(self, workdir: str, rel_paths: list[str], dest: Path) -> list[Path]:
+        out = []
+        dest.mkdir(parents=True, exist_ok=True)
+        for rel in rel_paths:
+            src = Path(workdir) / rel
+            if src.is_dir():
+                target = dest / rel
+                shutil.copytree(src, target, dirs_exist_ok=True)
+                out.append(target)
+            elif src.is_file():
+                target = dest / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, target)
+                out.append(target)
+        return out
+
+    def run(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None = None,
+            env: dict[str, str] | None = None, gpu_lock: bool = False) -> RunResult:  # fmt: skip
+        full_env = clean_env(env, home=workdir)
+        if not gpu_lock:
+            return _popen_run(argv, workdir, timeout_s, cancel, full_env, Path(argv[0]).name)
+        lock_path = Path(tempfile.gettempdir()) / _LOCK_NAME
+        import fcntl
+
+        with open(lock_path, "a+") as fh:
+            t0 = time.monotonic()
+            while True:
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if cancel is not None and cancel.is_set():
+                        raise Cancelled("gpu lock") from None
+                    if time.monotonic() - t0 > timeout_s:
+                        raise RunnerError("busy", f"the GPU stayed busy with another kernellsp job for {timeout_s:.0f} s "
+                                                  f"(lock {lock_path})") from None  # fmt: skip
+                    time.sleep(0.1)
+            try:
+                return _popen_run(argv, workdir, timeout_s, cancel, full_env, Path(argv[0]).name)
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def which(self, tool: str) -> str | None:
+        from kernellsp import toolchain
+
+        return toolchain.find_tool(tool)
+
+    def cleanup(self, workdir: str) -> None:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+class SshRunner(Runner):
+    """A remote GPU host reached with ssh (``user@host`` or an ssh config alias; ``host:port`` allowed)."""
+
+    def __init__(self, target: str, ssh: str = "ssh", connect_timeout_s: int = 10,
+                 extra_options: list[str] | None = None) -> None:  # fmt: skip
+        if not target or target.startswith("-") or any(c.isspace() for c in target):
+            raise RunnerError("bad_host", f"--gpu-host {target!r}: expected user@host or an ssh alias")
+        self.target, self.port = self._split_port(target)
+        self.name = target
+        self.ssh = ssh
+        self.connect_timeout_s = connect_timeout_s
+        self.extra_options = list(extra_options or [])
+        self._control_dir = tempfile.mkdtemp(prefix="kernellsp-ssh-")
+        self._control = os.path.join(self._control_dir, "cm")
+        self._which_cache: dict[str, str | None] = {}
+        self._remote_root: str | None = None
+
+    @staticmethod
+    def _split_port(target: str) -> tuple[str, str | None]:
+        """``user@host:2222`` → (``user@host``, ``2222``); ssh aliases never contain a colon."""
+        m = re.fullmatch(r"(.+):(\d+)", target)
+        return (m.group(1), m.group(2)) if m else (target, None)
+
+    def _base(self) -> list[str]:
+        opts = [
+            self.ssh, "-o", "BatchMode=yes", "-o", f"ConnectTimeout={self.connect_timeout_s}",
+            "-o", "ControlMaster=auto", "-o", f"ControlPath={self._control}", "-o", "ControlPersist=120",
+            "-o", "ServerAliveInterval=15", *self.extra_options,
+        ]  # fmt: skip
+        if self.port:
+            opts += ["-p", self.port]
+        return [*opts, self.target]
+
+    def _ssh(self, remote_cmd: str, timeout_s: float, stdin: bytes | None = None,
+             cancel: threading.Event | None = None) -> subprocess.CompletedProcess[bytes]:  # fmt: skip
+        argv = [*self._base(), remote_cmd]
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
+        except OSError as exc:
+            raise RunnerError("no_ssh", f"cannot run {self.ssh}: {exc.strerror or exc} (install an ssh client)") from None
+        deadline = time.monotonic() + timeout_s
+        pending = stdin
+        while True:
+            try:
+                out, err = proc.communicate(input=pending, timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                pending = None
+                if cancel is not None and cancel.is_set():
+                    _killpg(proc)  # type: ignore[arg-type]
+                    raise Cancelled("ssh") from None
+                if time.monotonic() > deadline:
+                    _killpg(proc)  # type: ignore[arg-type]
+                    raise RunnerError("timeout", f"command on {self.name} did not finish within {timeout_s:.0f} s "
+                                                 "and was killed") from None  # fmt: skip
+        res = subprocess.CompletedProcess(argv, proc.returncode, out, err)
+        if res.returncode == 255:
+            msg = err.decode(errors="replace").strip()
+            raise RunnerError("unreachable", f"cannot reach {self.name} over ssh: {msg.splitlines()[-1] if msg else 'exit 255'} "
+                                             "(check the host name, that sshd runs there, and that key-based login works: "
+                                             f"`ssh {self.name} true`)")  # fmt: skip
+        return res
+
+    def root(self) -> str:
+        if self._remote_root is None:
+            res = self._ssh('d="${TMPDIR:-/tmp}/kernellsp-$(id -u)"; mkdir -p "$d" && cd "$d" && pwd', 60)
+            if res.returncode != 0:
+                raise RunnerError("remote", f"cannot create a scratch directory on {self.name}: "
+                                            f"{res.stderr.decode(errors='replace').strip()}")  # fmt: skip
+            self._remote_root = res.stdout.decode().strip()
+        return self._remote_root
+
+    def new_workdir(self) -> str:
+        wd = f"{self.root()}/job-{uuid.uuid4().hex[:12]}"
+        res = self._ssh(f"mkdir -p {shlex.quote(wd)}", 60)
+        if res.returncode != 0:
+            raise RunnerError("remote", f"cannot create {wd} on {self.name}")
+        return wd
+
+    def put(self, files: dict[str, bytes], workdir: str) -> None:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            for rel, data in files.items():
+                info = tarfile.TarInfo(rel)
+                info.size = len(data)
+                info.mtime = int(time.time())
+                tar.addfile(info, io.BytesIO(data))
+        res = self._ssh(f"cd {shlex.quote(workdir)} && tar -xzf -", 300, stdin=buf.getvalue())
+        if res.returncode != 0:
+            raise RunnerError("copy", f"copying files to {self.name} failed: {res.stderr.decode(errors='replace').strip()}")
+
+    def get(self, workdir: str, rel_paths: list[str], dest: Path) -> list[Path]:
+        quoted = " ".join(shlex.quote(r) for r in rel_paths)
+        cmd = f"cd {shlex.quote(workdir)} && for p in {quoted}; do [ -e \"$p\" ] && printf '%s\\0' \"$p\"; done | " \
+              "xargs -0 -r tar -czf - --"  # fmt: skip
+        res = self._ssh(cmd, 600)
+        if res.returncode != 0:
+            raise RunnerError("copy", f"fetching results from {self.name} failed: {res.stderr.decode(errors='replace').strip()}")
+        dest.mkdir(parents=True, exist_ok=True)
+        out: list[Path] = []
+        if not res.stdout:
+            return out
+        with tarfile.open(fileobj=io.BytesIO(res.stdout), mode="r:gz") as tar:
+            for m in tar.getmembers():
+                if m.name.startswith("/") or ".." in Path(m.name).parts or not (m.isfile() or m.isdir()):
+                    continue
+                tar.extract(m, dest, filter="data")
+            out = [dest / r for r in rel_paths if (dest / r).exists()]
+        return out
+
+    def run(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None = None,
+            env: dict[str, str] | None = None, gpu_lock: bool = False) -> RunResult:  # fmt: skip
+        # Remote environment: the login PATH plus CUDA's usual place, HOME in the scratch dir, no secrets
+        # (ssh does not forward ours; SendEnv is not used).
+        assigns = [f"HOME={shlex.quote(workdir)}", f"TMPDIR={shlex.quote(workdir)}", "NVIDIA_TF32_OVERRIDE=0",
+                   'PATH="$PATH:/usr/local/cuda/bin"']  # fmt: skip
+        for k, v in (env or {}).items():
+            if not _SECRET.search(k) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+                assigns.append(f"{k}={shlex.quote(v)}")
+        cmd = " ".join(shlex.quote(a) for a in argv)
+        body = f"cd {shlex.quote(workdir)} && env -i {' '.join(assigns)} {cmd}"
+        if gpu_lock:
+            lock = f"{self.root()}/{_LOCK_NAME}"
+            body = f"flock -w {int(timeout_s)} {shlex.quote(lock)} sh -c {shlex.quote(body)}"
+        t0 = time.monotonic()
+        res = self._ssh(f"timeout -s KILL {int(timeout_s) + 5} sh -c {shlex.quote(body)}", timeout_s + 30, cancel=cancel)
+        rr = RunResult(res.returncode, res.stdout.decode(errors="replace"), res.stderr.decode(errors="replace"),
+                       time.monotonic() - t0)  # fmt: skip
+        if res.returncode == 137:
+            raise RunnerError("timeout", f"{Path(argv[0]).name} on {self.name} did not finish within {timeout_s:.0f} s "
+                                         "and was killed (a hanging kernel?)")  # fmt: skip
+        return rr
+
+    def which(self, tool: str) -> str | None:
+        if tool not in self._which_cache:
+            res = self._ssh(f'PATH="$PATH:/usr/local/cuda/bin"; command -v {shlex.quote(tool)}', 60)
+            path = res.stdout.decode().strip()
+            self._which_cache[tool] = path if res.returncode == 0 and path else None
+        return self._which_cache[tool]
+
+    def cleanup(self, workdir: str) -> None:
+        if workdir.startswith(self.root() + "/job-"):
+            self._ssh(f"rm -rf {shlex.quote(workdir)}", 120)
+
+    def close(self) -> None:
+        """End the shared ssh connection."""
+        subprocess.run([self.ssh, "-o", f"ControlPath={self._control}", "-O", "exit", self.target],
+                       capture_output=True, timeout=10)  # fmt: skip
+        shutil.rmtree(self._control_dir, ignore_errors=True)
+
+
+def make_runner(runner: str = "local", gpu_host: str | None = None) -> Runner:
+    """The runner the settings ask for."""
+    if gpu_host:
+        return SshRunner(gpu_host)
+    if runner == "none":
+        raise RunnerError("none", "profiling is off (runner = none)")
+    return LocalRunner()
