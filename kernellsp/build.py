@@ -144,7 +144,10 @@ def parse_ptxas(text: str) -> list[KernelResources]:
 
 _NVCC_MSG = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<sev>error|warning|remark)(?: #(?P<code>[\w-]+))?: (?P<msg>.*)$")
 _GCC_MSG = re.compile(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<sev>fatal error|error|warning): (?P<msg>.*)$")
-_TOOL_MSG = re.compile(r"^(?P<tool>ptxas|nvcc|nvlink|cicc)\s*(?P<sev>fatal|error|warning)\s*:\s*(?P<msg>.*)$")
+# `ptxas fatal   : ...` and `ptxas /tmp/x.ptx, line 23; error   : ...` (a PTX line, not a source line).
+_TOOL_MSG = re.compile(
+    r"^(?P<tool>ptxas|nvcc|nvlink|cicc)\s*(?:\S[^;]*, line \d+;\s*)?(?P<sev>fatal|error|warning)\s*:\s*(?P<msg>.*)$"
+)
 
 
 def parse_compiler_output(text: str, source_path: str) -> list[CompilerMessage]:
@@ -356,7 +359,7 @@ def build(
             proc = run_tool(cmd, timeout_s, cwd=tmpdir, cancel=cancel)
         except subprocess.TimeoutExpired:
             return BuildResult(ok=False, arch=arch, nvcc_version=nvcc_version,
-                               error=f"nvcc took longer than {timeout_s:.0f} s on {path.name}; "
+                               error=f"nvcc took longer than {timeout_s:g} s on {path.name}; "
                                      "raise build_timeout or simplify the file")  # fmt: skip
         except OSError as exc:
             return BuildResult(ok=False, arch=arch, nvcc_version=nvcc_version, error=f"cannot run nvcc: {exc}")

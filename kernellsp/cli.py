@@ -264,6 +264,275 @@ def profile_cmd(
     raise typer.Exit(0)
 
 
+def _load_for_rewrite(file: Path) -> tuple[str, object]:
+    from kernellsp.check import read_source
+
+    if not file.exists():
+        raise _fail(f"{file}: no such file")
+    text, err = read_source(file)
+    if text is None:
+        raise _fail(f"{file}: {err}")
+    runner, problem = _make_runner(None if not os.environ.get("KERNELLSP_GPU_HOST") else os.environ["KERNELLSP_GPU_HOST"])
+    return text, (runner, problem)
+
+
+def _pick_entry(file: Path, text: str, kernel: str | None) -> str:
+    from kernellsp.source import parse_source
+    from kernellsp.spec import specs_from_source
+
+    model = parse_source(text, str(file))
+    entries = [b.entry for b in specs_from_source(model)[0]]
+    if kernel:
+        if kernel not in entries:
+            known = ", ".join(entries) or "none"
+            raise _fail(f"{file}: {kernel} has no launch spec (spec'd entries: {known}); add one above it")
+        return kernel
+    if len(entries) == 1:
+        return entries[0]
+    if not entries:
+        raise _fail(f"{file}: no entry has a launch spec; add a /* kernellsp ... */ block above the kernel "
+                    "(the 'Add launch spec' code action drafts one)")  # fmt: skip
+    raise _fail(f"{file}: several spec'd entries ({', '.join(entries)}); pick one with --kernel")
+
+
+class _LoopDisplay:
+    """A one-line rich status for the optimize loop: round, candidate, last verdict, best speedup."""
+
+    def __init__(self, status: object | None) -> None:
+        self.status = status
+        self.best = 1.0
+        self.last = ""
+        self.cand = ""
+
+    def progress(self, message: str, _pct: float | None) -> None:
+        self._show(message)
+
+    def event(self, e: dict[str, object]) -> None:
+        kind = e.get("event")
+        if kind == "candidate":
+            self.cand = f"round {e['round']}, candidate {int(e['index']) + 1}/{e['of']} ({e['description']})"  # type: ignore[call-overload]
+        elif kind == "verdict":
+            sp = e.get("speedup")
+            self.last = f"{e['verdict']}" + (f" {sp:.3f}x" if isinstance(sp, float) else "")
+            err_console.print(f"  {self.cand}: {self.last}", markup=False, highlight=False)
+        elif kind == "champion":
+            self.best = float(e["speedup"])  # type: ignore[arg-type]
+            err_console.print(f"  new champion: {e['description']} ({self.best:.3f}x over the original)", markup=False)
+        elif kind == "proposer_error":
+            err_console.print(f"  {e['proposer']}: {e['message']}", markup=False)
+
+    def _show(self, message: str) -> None:
+        if self.status is not None:
+            self.status.update(f"best {self.best:.3f}x | {message}")  # type: ignore[attr-defined]
+
+
+@app.command()
+def optimize(
+    file: Annotated[Path, typer.Argument(help="A CUDA file with a launch spec.", show_default=False)],
+    kernel: Annotated[str | None, typer.Option("--kernel", "-k", help="The spec'd entry to optimize.")] = None,
+    apply: Annotated[bool, typer.Option("--apply", help="Write the verified winner (a backup is kept).")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
+    rounds: Annotated[int | None, typer.Option(min=1, help="Rounds of proposals.")] = None,
+    candidates: Annotated[int | None, typer.Option(min=1, help="Candidates per round.")] = None,
+    proposer: Annotated[str, typer.Option(help="auto, tuner or llm.")] = "auto",
+    min_gain: Annotated[float | None, typer.Option(help="Minimum verified gain in percent (default 2).")] = None,
+    seeds: Annotated[int, typer.Option(min=1, help="Input seeds for the correctness gate.")] = 3,
+    gpu_host: Annotated[str | None, typer.Option("--gpu-host", help="Run on user@host over ssh.")] = None,
+) -> None:
+    """Propose rewrites, verify each (scope, correctness, sanitizer, timing) and keep only a proven winner."""
+    import json
+    import threading
+
+    from kernellsp.build import Cancelled
+    from kernellsp.optimize import ApplyError, OptimizeError, OptimizeOptions, apply_result, default_proposers
+    from kernellsp.optimize import optimize as run_optimize
+    from kernellsp.proposers.base import ProposerError
+    from kernellsp.rules import load_rules
+    from kernellsp.runner import Runner, RunnerError
+    from kernellsp.settings import SettingsError, load_settings
+    from kernellsp.spec import find_workspace_root
+    from kernellsp.verify import VerifyError, VerifyOptions
+
+    if proposer not in ("auto", "tuner", "llm"):
+        raise _fail(f"--proposer {proposer}: expected auto, tuner or llm")
+    text, _ = _load_for_rewrite(file)
+    entry = _pick_entry(file, text, kernel)
+    root = find_workspace_root(file)
+    try:
+        settings = load_settings(root)
+    except SettingsError as exc:
+        raise _fail(str(exc)) from None
+    runner, problem = _make_runner(gpu_host)
+    if runner is None:
+        raise _fail(f"cannot optimize: {problem}")
+    assert isinstance(runner, Runner)
+    ruleset = load_rules(root)
+    try:
+        proposers = default_proposers(settings, ruleset, proposer)
+    except (OptimizeError, ProposerError) as exc:
+        raise _fail(str(exc)) from None
+    from kernellsp.check import CheckOptions, check_text
+
+    findings = check_text(file, text, CheckOptions(), ruleset).findings
+    opts = OptimizeOptions(
+        rounds=rounds or settings.optimize_rounds, candidates=candidates or settings.optimize_candidates,
+        min_gain_pct=settings.min_gain_pct if min_gain is None else min_gain,
+        verify=VerifyOptions(seeds=seeds),
+    )  # fmt: skip
+    cancel = threading.Event()
+    interactive = err_console.is_terminal and not json_out
+    try:
+        if interactive:
+            with err_console.status("optimizing…") as status:
+                disp = _LoopDisplay(status)
+                result = run_optimize(file, text, entry, runner, proposers, opts, findings, cancel=cancel,
+                                      progress=disp.progress, on_event=disp.event)  # fmt: skip
+        else:
+            disp = _LoopDisplay(None)
+            result = run_optimize(file, text, entry, runner, proposers, opts, findings, cancel=cancel,
+                                  on_event=disp.event if not json_out else None)  # fmt: skip
+    except KeyboardInterrupt:
+        cancel.set()
+        raise _fail("interrupted: no file was changed", 130) from None
+    except Cancelled:
+        raise _fail("cancelled: no file was changed", 130) from None
+    except (OptimizeError, VerifyError, RunnerError) as exc:
+        raise _fail(str(exc)) from None
+    applied = None
+    if apply and result.accepted:
+        try:
+            applied = str(apply_result(file, result))
+        except ApplyError as exc:
+            raise _fail(str(exc)) from None
+    if json_out:
+        summary = result.summary()
+        summary["applied_backup"] = applied
+        typer.echo(json.dumps(summary, indent=2, default=str))
+    else:
+        if result.accepted and result.final is not None:
+            typer.echo(f"{file}:{entry}: verified {result.final.message}")
+            if not apply:
+                typer.echo(result.diff())
+            else:
+                typer.echo(f"applied; backup {applied} (undo with `kernellsp revert {file}`)")
+        else:
+            why = f"{result.final.kind}: {result.final.message}" if result.final else result.stop_reason
+            typer.echo(f"{file}:{entry}: no verified improvement ({why}); the file is unchanged")
+        typer.echo(f"evidence: {result.bundle}")
+    raise typer.Exit(0 if result.accepted else 1)
+
+
+@app.command()
+def verify(
+    file: Annotated[Path, typer.Argument(help="The baseline CUDA file (with a launch spec).", show_default=False)],
+    candidate: Annotated[Path, typer.Option("--candidate", "-c", help="The rewrite to check.")],
+    kernel: Annotated[str | None, typer.Option("--kernel", "-k", help="The spec'd entry.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
+    seeds: Annotated[int, typer.Option(min=1, help="Input seeds for the correctness gate.")] = 3,
+    min_gain: Annotated[float, typer.Option(help="Minimum verified gain in percent.")] = 2.0,
+    gpu_host: Annotated[str | None, typer.Option("--gpu-host", help="Run on user@host over ssh.")] = None,
+    evidence: Annotated[Path | None, typer.Option(help="Write the evidence bundle here.")] = None,
+) -> None:
+    """Run the scope, correctness, sanitizer and timing gates on a rewrite from anywhere; exit 0 only if accepted."""
+    import json
+
+    from kernellsp.build import Cancelled
+    from kernellsp.check import read_source
+    from kernellsp.runner import Runner, RunnerError
+    from kernellsp.verify import VerifyError, VerifyOptions, write_evidence
+    from kernellsp.verify import verify as run_verify
+
+    text, _ = _load_for_rewrite(file)
+    if not candidate.exists():
+        raise _fail(f"{candidate}: no such file")
+    ctext, err = read_source(candidate)
+    if ctext is None:
+        raise _fail(f"{candidate}: {err}")
+    entry = _pick_entry(file, text, kernel)
+    runner, problem = _make_runner(gpu_host)
+    if runner is None:
+        raise _fail(f"cannot verify: {problem}")
+    assert isinstance(runner, Runner)
+    try:
+        if err_console.is_terminal and not json_out:
+            with err_console.status("verifying…") as status:
+                v = run_verify(file, text, ctext, entry, runner, VerifyOptions(seeds=seeds, min_gain_pct=min_gain),
+                               progress=lambda m, _p: status.update(m))  # fmt: skip
+        else:
+            v = run_verify(file, text, ctext, entry, runner, VerifyOptions(seeds=seeds, min_gain_pct=min_gain))
+    except (VerifyError, RunnerError) as exc:
+        raise _fail(str(exc)) from None
+    except Cancelled:
+        raise _fail("cancelled", 130) from None
+    if evidence is not None:
+        write_evidence(evidence, file, text, ctext, v)
+    if json_out:
+        typer.echo(json.dumps(v.to_dict(), indent=2, default=str))
+    else:
+        typer.echo(f"{v.kind}: {v.message}")
+        env = v.environment
+        typer.echo(f"  on {env.get('gpu', '?')} (driver {env.get('driver', '?')}, nvcc {env.get('nvcc_version', '?')}, "
+                   f"ncu {env.get('ncu_version', '?')}), {v.seconds:.1f} s")  # fmt: skip
+    raise typer.Exit(0 if v.accepted else 1)
+
+
+@app.command()
+def history(file: Annotated[Path | None, typer.Argument(help="Only this file.")] = None) -> None:
+    """Show what the rewrite loop tried: idea, proposer, verdict, predicted vs measured gain."""
+    from kernellsp.optimize import Memory, _rel, state_dir
+
+    base = file if file is not None else Path.cwd() / "x.cu"
+    mem = Memory(state_dir(base) / "memory.json")
+    recs = mem.records
+    if file is not None:
+        recs = [r for r in recs if r.get("file") == _rel(file)]
+    if not recs:
+        typer.echo("no history" + (f" for {file}" if file else ""))
+        raise typer.Exit(0)
+    for r in recs:
+        pred = f"{r['predicted_gain_pct']:.0f}%" if r.get("predicted_gain_pct") is not None else "-"
+        meas = f"{r['measured_speedup']:.3f}x" if r.get("measured_speedup") else "-"
+        typer.echo(f"{r.get('time', '')} {r['file']}:{r['entry']} [{r.get('proposer')}] {r.get('description')}: "
+                   f"{r.get('verdict')} (predicted {pred}, measured {meas})")  # fmt: skip
+
+
+@app.command()
+def replay(bundle: Annotated[Path, typer.Argument(help="An evidence bundle directory.")],
+           gpu_host: Annotated[str | None, typer.Option("--gpu-host", help="Run on user@host over ssh.")] = None) -> None:  # fmt: skip
+    """Re-run a bundle's final verdict and compare it with the recorded one; exit 0 when they agree."""
+    from kernellsp.optimize import OptimizeError
+    from kernellsp.optimize import replay as run_replay
+    from kernellsp.runner import Runner, RunnerError
+    from kernellsp.verify import VerifyError
+
+    runner, problem = _make_runner(gpu_host)
+    if runner is None:
+        raise _fail(f"cannot replay: {problem}")
+    assert isinstance(runner, Runner)
+    try:
+        v, recorded = run_replay(bundle, runner)
+    except (OptimizeError, VerifyError, RunnerError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    same = v.kind == recorded.get("kind")
+    typer.echo(f"recorded: {recorded.get('kind')}: {recorded.get('message')}")
+    typer.echo(f"replayed: {v.kind}: {v.message}")
+    typer.echo("same verdict" if same else "DIFFERENT verdict")
+    raise typer.Exit(0 if same else 1)
+
+
+@app.command("revert")
+def revert_cmd(file: Annotated[Path, typer.Argument(help="A file kernellsp rewrote with --apply.")],
+               force: Annotated[bool, typer.Option("--force", help="Restore even if the file changed since.")] = False) -> None:  # fmt: skip
+    """Restore the file from the backup kept by `optimize --apply`."""
+    from kernellsp.optimize import ApplyError, revert
+
+    try:
+        backup = revert(file, force)
+    except (ApplyError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(f"restored {file} from {backup}")
+
+
 @rules_app.callback()
 def rules_list(ctx: typer.Context) -> None:
     """List every rule: code, severity, scope and title."""
@@ -335,6 +604,27 @@ def cache_clear() -> None:
     cache.clear()
     typer.echo(f"cleared {cache.cache_dir()}")
 
+
+
+class LogLevel(StrEnum):
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
+@app.command()
+def serve(
+    tcp: Annotated[bool, typer.Option("--tcp", help="Listen on TCP instead of stdio (for debugging).")] = False,
+    host: Annotated[str, typer.Option(help="Host to listen on with --tcp.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on with --tcp.")] = 2087,
+    log_file: Annotated[Path | None, typer.Option("--log-file", help="Write the server log here (default: stderr).")] = None,
+    log_level: Annotated[LogLevel, typer.Option("--log-level", help="Server log level.")] = LogLevel.info,
+) -> None:
+    """Run the language server (stdio by default; stdout carries only LSP messages)."""
+    from kernellsp.lsp.main import run
+
+    raise typer.Exit(run(tcp=tcp, host=host, port=port, log_file=log_file, log_level=log_level.value))
 
 def main() -> None:
     """Console-script entry: run the app; unexpected errors become one line and exit code 2."""

@@ -67,7 +67,12 @@ _INT_RANGE = {
     "i8": (-(2**7), 2**7 - 1), "u8": (0, 2**8 - 1), "i16": (-(2**15), 2**15 - 1), "u16": (0, 2**16 - 1),
     "i32": (-(2**31), 2**31 - 1), "u32": (0, 2**32 - 1), "i64": (-(2**63), 2**63 - 1), "u64": (0, 2**64 - 1),
 }  # fmt: skip
-_FLOAT_MAX = {"f16": 65504.0, "bf16": 3.3895313892515355e38, "f32": 3.4028234663852886e38, "f64": sys.float_info.max}
+_FLOAT_MAX = {
+    "f16": 65504.0,
+    "bf16": 3.3895313892515355e38,
+    "f32": 3.4028234663852886e38,
+    "f64": sys.float_info.max,
+}
 #: Files the harness itself writes in DIR; a buffer whose ``<name>.bin`` would collide gets ``arg_<name>.bin``.
 _RESERVED_STEMS = frozenset({"timings", "timings_sync", "result"})
 
@@ -177,11 +182,15 @@ class HarnessPlan:
 
     @property
     def needs_bf16(self) -> bool:
-        return any(a.dtype == "bf16" for a in self.args) or any(_is_bf16_ctype(a.base_type) for a in self.args)
+        return any(a.dtype == "bf16" for a in self.args) or any(
+            _is_bf16_ctype(a.base_type) for a in self.args
+        )
 
 
 def _norm_ctype(base_type: str) -> str:
-    return " ".join(base_type.replace("const", " ").replace("volatile", " ").replace("__restrict__", " ").split())
+    return " ".join(
+        base_type.replace("const", " ").replace("volatile", " ").replace("__restrict__", " ").split()
+    )
 
 
 def _is_half_ctype(base_type: str) -> bool:
@@ -218,16 +227,24 @@ def plan_harness(
             f"Add a non-template __global__ wrapper or a host launcher that instantiates it, and point the spec at that"
         )
     if fn.kind not in ("global", "host"):
-        raise HarnessError(f"{entry} is a {fn.kind.replace('_', ' ')} function; an entry must be __global__ or a host launcher")
+        raise HarnessError(
+            f"{entry} is a {fn.kind.replace('_', ' ')} function; an entry must be __global__ or a host launcher"
+        )
     if not fn.has_body:
-        raise HarnessError(f"{entry} is only declared in {model.path}; the harness needs its definition in this file")
+        raise HarnessError(
+            f"{entry} is only declared in {model.path}; the harness needs its definition in this file"
+        )
     if fn.name == "main":
         raise HarnessError("main cannot be an entry; name a kernel or a host launcher")
     if tunables:
         unknown = [k for k in tunables if k not in spec.tunables]
         if unknown:
-            raise HarnessError(f"tunable(s) {', '.join(unknown)} not declared in the spec (declared: {', '.join(spec.tunables) or 'none'})")
-        spec = spec.model_copy(update={"tunables": {**spec.tunables, **{k: [v] for k, v in tunables.items()}}})
+            raise HarnessError(
+                f"tunable(s) {', '.join(unknown)} not declared in the spec (declared: {', '.join(spec.tunables) or 'none'})"
+            )
+        spec = spec.model_copy(
+            update={"tunables": {**spec.tunables, **{k: [v] for k, v in tunables.items()}}}
+        )
 
     problems: list[str] = []
     bound = BoundSpec(spec=spec, entry=entry, origin="comment", origin_path=model.path)
@@ -248,7 +265,7 @@ def plan_harness(
         raise HarnessError(_join(entry, problems), problems)
     return HarnessPlan(
         entry=entry,
-        kind=fn.kind,  # type: ignore[arg-type]
+        kind=fn.kind,
         source_path=model.path,
         has_main=model.has_main,
         args=args,
@@ -270,7 +287,9 @@ def _plan_args(fn: Function, spec: KernelSpec, problems: list[str]) -> list[ArgP
     stems: set[str] = set()
     for i, p in enumerate(fn.params):
         if not p.name:
-            problems.append(f"parameter {i + 1} of {fn.name} has no name; name it so the spec can describe it")
+            problems.append(
+                f"parameter {i + 1} of {fn.name} has no name; name it so the spec can describe it"
+            )
             continue
         if names.count(p.name) > 1:
             problems.append(f"parameter name {p.name!r} appears twice in {fn.name}")
@@ -419,9 +438,12 @@ def _check_scalar(a: ArgPlan, v: exprs.Value, label: str, problems: list[str]) -
             problems.append(f"{where}: {v} does not fit {a.base_type} ({lo}..{hi})")
             return None
         return v
-    if dt is not None and dt in FLOAT_DTYPES and abs(float(v)) > _FLOAT_MAX[dt]:
-        problems.append(f"{where}: {v} overflows {a.base_type}")
-        return None
+    if dt is not None and dt in FLOAT_DTYPES:
+        if abs(float(v)) > _FLOAT_MAX[dt]:
+            problems.append(f"{where}: {v} overflows {a.base_type}")
+            return None
+        if isinstance(v, int) and not -(2**63) <= v < 2**63:
+            return float(v)
     if isinstance(v, int) and not -(2**63) <= v < 2**64:
         problems.append(f"{where}: {v} does not fit 64 bits")
         return None
@@ -496,7 +518,9 @@ def _plan_dist(
                 bad(f"the range exceeds what {a.dtype} can hold (±{fmax:g})")
                 return None
             if p0 == p1:
-                warnings.append(f"{where}: {text!r} makes every element equal; comparisons against it are weak")
+                warnings.append(
+                    f"{where}: {text!r} makes every element equal; comparisons against it are weak"
+                )
         elif p1 < 0:
             bad("std must not be negative")
             return None
@@ -529,7 +553,7 @@ def _plan_dist(
         if len(params) > 2:
             bad("arange takes at most two parameters (start, step)")
             return None
-        start, step = (list(params) + [0, 1][len(params):])[:2]
+        start, step = (list(params) + [0, 1][len(params) :])[:2]
         if is_int:
             si_, st_ = integral(start), integral(step)
             if si_ is None or st_ is None or not (-(2**63) <= si_ < 2**63 and -(2**63) <= st_ < 2**63):
@@ -617,7 +641,9 @@ def generate_harness(plan: HarnessPlan, source_path: str) -> str:
     """
     src = str(Path(source_path).resolve())
     if any(c in src for c in '"\n\r'):
-        raise HarnessError(f"the source path {src!r} contains a quote or a newline; the harness cannot #include it")
+        raise HarnessError(
+            f"the source path {src!r} contains a quote or a newline; the harness cannot #include it"
+        )
     entry = plan.entry
     nargs = len(plan.args)
     runtime = runtime_source()
@@ -627,8 +653,12 @@ def generate_harness(plan: HarnessPlan, source_path: str) -> str:
     w(f"// source: {src}")
     w(f"// runtime sha256: {hashlib.sha256(runtime.encode()).hexdigest()}")
     w(f"// kernellsp-harness: user-main={int(plan.has_main)}")
-    w("// CLI: ./harness --mode check|time|profile|inputs --shape K --seed S --out DIR [--reps R] [--warmup W]")
-    w("//                [--poison nan|alt] [--dump-inputs] [--fresh-inputs] [--device D]   (docs/harness.md)")
+    w(
+        "// CLI: ./harness --mode check|time|profile|inputs --shape K --seed S --out DIR [--reps R] [--warmup W]"
+    )
+    w(
+        "//                [--poison nan|alt] [--dump-inputs] [--fresh-inputs] [--device D]   (docs/harness.md)"
+    )
     for s in plan.shapes:
         w(f"//   shape {s.index}: {json.dumps(s.sizes, sort_keys=True)}")
     w(f"#define KERNELLSP_H_FP16 {int(plan.needs_fp16)}")
@@ -654,8 +684,12 @@ def generate_harness(plan: HarnessPlan, source_path: str) -> str:
         for a in plan.args:
             dp = s.dists.get(a.name)
             if dp is not None and dp.fparams:
-                w(f"static const double kDistF_{k}_{a.index}[] = {{{', '.join(_c_double(x) for x in dp.fparams)}}};")
-                w(f"static const i64 kDistI_{k}_{a.index}[] = {{{', '.join(_c_i64(x) for x in dp.iparams)}}};")
+                w(
+                    f"static const double kDistF_{k}_{a.index}[] = {{{', '.join(_c_double(x) for x in dp.fparams)}}};"
+                )
+                w(
+                    f"static const i64 kDistI_{k}_{a.index}[] = {{{', '.join(_c_i64(x) for x in dp.iparams)}}};"
+                )
         counts = ", ".join(f"{s.counts.get(a.name, 0)}ULL" for a in plan.args)
         w(f"static const u64 kCounts_{k}[] = {{{counts}}};")
         scal = ", ".join(_c_scalar(s.scalars[a.name]) if a.name in s.scalars else "{0, 0LL, 0ULL, 0x0p+0}"
@@ -668,7 +702,9 @@ def generate_harness(plan: HarnessPlan, source_path: str) -> str:
                 dist_items.append("{0, 0, nullptr, nullptr}")
             elif dp.fparams:
                 n = len(dp.fparams)
-                dist_items.append(f"{{{_DIST_CODE[dp.kind]}, {n}, kDistF_{k}_{a.index}, kDistI_{k}_{a.index}}}")
+                dist_items.append(
+                    f"{{{_DIST_CODE[dp.kind]}, {n}, kDistF_{k}_{a.index}, kDistI_{k}_{a.index}}}"
+                )
             else:
                 dist_items.append(f"{{{_DIST_CODE[dp.kind]}, 0, nullptr, nullptr}}")
         w(f"static const Dist kDists_{k}[] = {{{', '.join(dist_items)}}};")
@@ -713,12 +749,16 @@ def _glue(plan: HarnessPlan) -> str:
     w("  static constexpr std::size_t kernellsp_n = sizeof...(KernellspA);")
     w("};")
     w("template <class KernellspR, class... KernellspA>")
-    w("struct KernellspSig<KernellspR (*)(KernellspA...) noexcept> : KernellspSig<KernellspR (*)(KernellspA...)> {};")
+    w(
+        "struct KernellspSig<KernellspR (*)(KernellspA...) noexcept> : KernellspSig<KernellspR (*)(KernellspA...)> {};"
+    )
     w(f"typedef decltype(&::{entry}) KernellspFn;")
     msg = f"kernellsp harness: {entry} does not take the {nargs} parameter(s) the spec describes"
     w(f"static_assert(KernellspSig<KernellspFn>::kernellsp_n == {nargs}, {_c_str(msg)});")
     w("template <std::size_t KernellspI>")
-    w("using KernellspP = std::decay_t<std::tuple_element_t<KernellspI, KernellspSig<KernellspFn>::kernellsp_args>>;")
+    w(
+        "using KernellspP = std::decay_t<std::tuple_element_t<KernellspI, KernellspSig<KernellspFn>::kernellsp_args>>;"
+    )
     for a in plan.args:
         p = f"KernellspP<{a.index}>"
         if a.is_buffer:
@@ -742,7 +782,9 @@ def _glue(plan: HarnessPlan) -> str:
     if plan.kind == "global":
         w("  const std::size_t kl_smem = kernellsp_h::launch_smem(kl_shape);")
         w("  if (kl_smem > 48u * 1024u) {")
-        w(f"    return cudaFuncSetAttribute(::{entry}, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kl_smem);")
+        w(
+            f"    return cudaFuncSetAttribute(::{entry}, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kl_smem);"
+        )
         w("  }")
     else:
         w("  (void)kl_shape;")
@@ -814,7 +856,19 @@ def harness_argv(
     device: int | None = None,
 ) -> list[str]:
     """The argument vector that runs a built harness (a convenience for runners)."""
-    argv = [exe, "--mode", mode, "--shape", str(shape), "--seed", str(seed), "--out", str(out_dir), "--poison", poison]
+    argv = [
+        exe,
+        "--mode",
+        mode,
+        "--shape",
+        str(shape),
+        "--seed",
+        str(seed),
+        "--out",
+        str(out_dir),
+        "--poison",
+        poison,
+    ]
     if reps is not None:
         argv += ["--reps", str(reps)]
     if warmup is not None:
@@ -984,7 +1038,9 @@ def _element(d: DistPlan, dtype: str, j: int, key: int) -> tuple[bool, float, in
     return True, float(iv), iv
 
 
-def fill_reference(plan: HarnessPlan, shape: int, seed: int, name: str, *, launch: int | None = None) -> bytes:
+def fill_reference(
+    plan: HarnessPlan, shape: int, seed: int, name: str, *, launch: int | None = None
+) -> bytes:
     """The initial bytes of input buffer ``name`` that the harness uploads for ``shape`` and ``seed``.
 
     Bit-identical to the harness's host fill for every distribution except ``normal``, whose
@@ -1011,7 +1067,7 @@ def fill_reference(plan: HarnessPlan, shape: int, seed: int, name: str, *, launc
 
 
 def _pick_typecode(size: int, signed: bool) -> str:
-    for code in ("bhilq" if signed else "BHILQ"):
+    for code in "bhilq" if signed else "BHILQ":
         if array.array(code).itemsize == size:
             return code
     raise HarnessError(f"this Python has no {size}-byte array type")  # pragma: no cover
@@ -1065,7 +1121,11 @@ class BufferInfo:
     @property
     def mutated(self) -> bool:
         """An ``in`` buffer whose bytes changed during the run (both hashes known and different)."""
-        return self.hash_before is not None and self.hash_after is not None and self.hash_before != self.hash_after
+        return (
+            self.hash_before is not None
+            and self.hash_after is not None
+            and self.hash_before != self.hash_after
+        )
 
 
 def _hex_or_none(v: Any) -> int | None:
@@ -1117,7 +1177,9 @@ class HarnessResult:
         for b in self.buffers:
             if b.name == name:
                 return b
-        raise HarnessError(f"result has no buffer {name!r} (buffers: {', '.join(b.name for b in self.buffers)})")
+        raise HarnessError(
+            f"result has no buffer {name!r} (buffers: {', '.join(b.name for b in self.buffers)})"
+        )
 
     def read_bytes(self, name: str) -> bytes:
         """The raw bytes of out/inout buffer ``name`` after the launch (check mode)."""
@@ -1242,7 +1304,9 @@ def read_result(out_dir: str | Path) -> HarnessResult:
             kernel_attrs=data.get("kernel_attrs"),
             buffers=buffers,
             timings_ms=[float("nan") if t is None else float(t) for t in data.get("timings_ms") or []],
-            timings_sync_ms=[float("nan") if t is None else float(t) for t in data.get("timings_sync_ms") or []],
+            timings_sync_ms=[
+                float("nan") if t is None else float(t) for t in data.get("timings_sync_ms") or []
+            ],
             warmup=int(data.get("warmup") or 0),
             reps=int(data.get("reps") or 0),
             fresh_inputs=bool(data.get("fresh_inputs", False)),

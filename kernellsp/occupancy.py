@@ -76,7 +76,8 @@ def arch_limits(arch: str) -> ArchLimits:
     if key in ARCHS:
         return ARCHS[key]
     digits = int("".join(ch for ch in key if ch.isdigit()) or 90)
-    known = sorted((int("".join(c for c in k if c.isdigit())), v) for k, v in ARCHS.items())
+    # Sort on the number only: sm_90 and sm_90a share one, and ArchLimits do not order.
+    known = sorted(((int("".join(c for c in k if c.isdigit())), v) for k, v in ARCHS.items()), key=lambda kv: kv[0])
     best = known[0][1]
     for num, lim in known:
         if num <= digits:

@@ -23,7 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kernellsp import exprs, metrics
 from kernellsp.findings import Severity
@@ -61,10 +61,16 @@ class Rule(BaseModel):
     #: Path of the file it came from (set by the loader, not written in the file).
     origin: str = ""
 
+    @field_validator("code")
+    @classmethod
+    def _check_code(cls, v: str) -> str:
+        # A field validator, so the error names the field 'code' rather than the whole file.
+        if not CODE_RE.match(v):
+            raise ValueError(f"code {v!r} must look like KL123")
+        return v
+
     @model_validator(mode="after")
     def _check(self) -> Rule:
-        if not CODE_RE.match(self.code):
-            raise ValueError(f"code {self.code!r} must look like KL123")
         if (self.when is None) == (self.emitter is None):
             raise ValueError("give exactly one of 'when' (a condition) or 'emitter' (a built-in source)")
         return self
@@ -103,13 +109,15 @@ def _validate_names(rule: Rule, path: Path) -> None:
         _check_metric(m.group(1), rule, path, "message")
         spec = m.group(2)
         if spec:
-            try:
-                format(1.5, spec)
-            except ValueError:
+            # Valid if it formats some kind of metric value: an integer (`d`, `x`), a float, a name.
+            for sample in (1, 1.5, "x"):
                 try:
-                    format("x", spec)
+                    format(sample, spec)
+                    break
                 except ValueError:
-                    raise RuleError(f"{path}: field 'message': bad format spec {spec!r} for {m.group(1)}") from None
+                    continue
+            else:
+                raise RuleError(f"{path}: field 'message': bad format spec {spec!r} for {m.group(1)}")
 
 
 def _check_metric(name: str, rule: Rule, path: Path, fld: str) -> None:

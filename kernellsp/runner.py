@@ -28,6 +28,7 @@ import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,8 @@ _ENV_KEEP = ("PATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_
              "TERM", "NVIDIA_TF32_OVERRIDE", "CUDA_DEVICE_ORDER")  # fmt: skip
 _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
 _LOCK_NAME = "kernellsp-gpu.lock"
+_RC_MARK = "__kernellsp_rc="
+_LOCK_BUSY = 75  # flock -E: the GPU lock was not free in time
 
 
 class RunnerError(RuntimeError):
@@ -273,7 +276,10 @@ class SshRunner(Runner):
         return [*opts, self.target]
 
     def _ssh(self, remote_cmd: str, timeout_s: float, stdin: bytes | None = None,
-             cancel: threading.Event | None = None) -> subprocess.CompletedProcess[bytes]:  # fmt: skip
+             cancel: threading.Event | None = None,
+             on_abort: Callable[[], object] | None = None) -> subprocess.CompletedProcess[bytes]:  # fmt: skip
+        """Run ``remote_cmd``; on cancel or timeout ``on_abort`` runs first (it kills the remote job: killing
+        the local ssh alone leaves it running, and a multiplexed session keeps our pipes open until it ends)."""
         argv = [*self._base(), remote_cmd]
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -288,11 +294,14 @@ class SshRunner(Runner):
                 break
             except subprocess.TimeoutExpired:
                 pending = None
-                if cancel is not None and cancel.is_set():
+                cancelled = cancel is not None and cancel.is_set()
+                if cancelled or time.monotonic() > deadline:
+                    if on_abort is not None:
+                        with contextlib.suppress(RunnerError, Cancelled, OSError):
+                            on_abort()
                     _killpg(proc)  # type: ignore[arg-type]
-                    raise Cancelled("ssh") from None
-                if time.monotonic() > deadline:
-                    _killpg(proc)  # type: ignore[arg-type]
+                    if cancelled:
+                        raise Cancelled("ssh") from None
                     raise RunnerError("timeout", f"command on {self.name} did not finish within {timeout_s:.0f} s "
                                                  "and was killed") from None  # fmt: skip
         res = subprocess.CompletedProcess(argv, proc.returncode, out, err)
@@ -363,12 +372,28 @@ class SshRunner(Runner):
         body = f"cd {shlex.quote(workdir)} && env -i {' '.join(assigns)} {cmd}"
         if gpu_lock:
             lock = f"{self.root()}/{_LOCK_NAME}"
-            body = f"flock -w {int(timeout_s)} {shlex.quote(lock)} sh -c {shlex.quote(body)}"
+            body = f"flock -E {_LOCK_BUSY} -w {int(timeout_s)} {shlex.quote(lock)} sh -c {shlex.quote(body)}"
+        # The lock wait (up to timeout_s) must not eat into the command's own time limit.
+        limit = int(timeout_s) * (2 if gpu_lock else 1) + 5
+        # `timeout` leads its own process group (pid recorded for cancel) and SIGKILLs all of it, itself
+        # included. The command's status travels as a marker on stderr, so that neither a job killed by a
+        # signal nor a program exiting 255 reads as ssh's own exit 255 (unreachable).
+        pidfile = shlex.quote(f"{self.root()}/run-{uuid.uuid4().hex[:12]}.pid")
+        inner = f"echo $$ > {pidfile}; exec timeout -s KILL {limit} sh -c {shlex.quote(body)}"
+        remote = f"sh -c {shlex.quote(inner)}; echo {_RC_MARK}$? >&2; rm -f {pidfile}"
         t0 = time.monotonic()
-        res = self._ssh(f"timeout -s KILL {int(timeout_s) + 5} sh -c {shlex.quote(body)}", timeout_s + 30, cancel=cancel)
-        rr = RunResult(res.returncode, res.stdout.decode(errors="replace"), res.stderr.decode(errors="replace"),
-                       time.monotonic() - t0)  # fmt: skip
-        if res.returncode == 137:
+        kill = f"p=$(cat {pidfile} 2>/dev/null) && kill -KILL -- -$p $p 2>/dev/null; rm -f {pidfile}"
+        res = self._ssh(remote, limit + 25, cancel=cancel, on_abort=lambda: self._ssh(kill, 15))
+        out, err = res.stdout.decode(errors="replace"), res.stderr.decode(errors="replace")
+        rc = res.returncode
+        m = re.search(rf"{_RC_MARK}(\d+)\n?\Z", err)
+        if m:
+            rc, err = int(m.group(1)), err[: m.start()]
+        rr = RunResult(rc, out, err, time.monotonic() - t0)
+        if gpu_lock and rc == _LOCK_BUSY and not out and not err:
+            raise RunnerError("busy", f"the GPU on {self.name} stayed busy with another kernellsp job for "
+                                      f"{timeout_s:.0f} s (lock {self.root()}/{_LOCK_NAME})")  # fmt: skip
+        if rc == 137 and rr.seconds >= timeout_s:  # killed by `timeout`; an earlier SIGKILL is a crash
             raise RunnerError("timeout", f"{Path(argv[0]).name} on {self.name} did not finish within {timeout_s:.0f} s "
                                          "and was killed (a hanging kernel?)")  # fmt: skip
         return rr

@@ -257,7 +257,9 @@ def specs_from_source(model: SourceModel) -> tuple[list[BoundSpec], list[SpecIss
     """Find every spec comment block and bind it to its entry (``entry =`` or the next function)."""
     bound: list[BoundSpec] = []
     issues: list[SpecIssue] = []
-    defs = sorted((f for f in model.functions if f.has_body), key=lambda f: (f.outer_span or f.span).start_line)
+    # Entries are kernels or host launchers: a spec never binds to a __device__ helper in between.
+    defs = sorted((f for f in model.functions if f.has_body and f.kind in ("global", "host")),
+                  key=lambda f: (f.outer_span or f.span).start_line)  # fmt: skip
     for block in model.spec_blocks:
         spec, errors = parse_spec_text(block.body)
         entry: str | None = spec.entry if spec else None

@@ -1,0 +1,162 @@
+"""Output comparison for the correctness gate: dtype-aware, magnitude-aware, NaN-strict.
+
+An element passes when ``|got - want| <= atol + rtol * |want|``, where ``atol`` scales with the
+reference's magnitude (``atol_rel * max|want|``, so a tolerance never lets zeros pass for outputs
+of size 1e3), and the whole buffer must also pass a norm-relative bound
+``||got - want|| / ||want|| <= norm_rtol``. NaN or infinity never matches a finite number; a NaN
+in the reference makes the reference invalid. Integer outputs must match exactly. A reference
+whose outputs are all zero, or all one value, is refused as degenerate: it cannot tell a correct
+kernel from one that writes a constant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kernellsp.spec import FLOAT_DTYPES
+from kernellsp.spec import Tolerance as SpecTolerance
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Resolved tolerance for one dtype."""
+
+    rtol: float
+    atol_rel: float
+    atol_abs: float
+    norm_rtol: float
+
+
+#: Defaults per dtype. fp32 allows re-association (reductions in another order, FMA contraction) but
+#: not a downgrade to fp16/bf16/tf32 arithmetic, which lands near 1e-3 norm error.
+DEFAULTS: dict[str, Tolerance] = {
+    "f64": Tolerance(rtol=1e-9, atol_rel=1e-12, atol_abs=0.0, norm_rtol=1e-10),
+    "f32": Tolerance(rtol=1e-4, atol_rel=1e-5, atol_abs=0.0, norm_rtol=1e-5),
+    "f16": Tolerance(rtol=1e-2, atol_rel=1e-3, atol_abs=0.0, norm_rtol=5e-3),
+    "bf16": Tolerance(rtol=2e-2, atol_rel=4e-3, atol_abs=0.0, norm_rtol=1e-2),
+}
+EXACT = Tolerance(0.0, 0.0, 0.0, 0.0)
+
+_NP_DTYPES = {"f16": "<f2", "f32": "<f4", "f64": "<f8", "i8": "i1", "u8": "u1", "i16": "<i2", "u16": "<u2",
+              "i32": "<i4", "u32": "<u4", "i64": "<i8", "u64": "<u8"}  # fmt: skip
+
+
+def resolve_tolerance(dtype: str, spec_tol: SpecTolerance | None = None) -> Tolerance:
+    """The tolerance for ``dtype``, with the spec's explicit values overriding the defaults."""
+    if dtype not in FLOAT_DTYPES:
+        return EXACT
+    base = DEFAULTS[dtype]
+    if spec_tol is None:
+        return base
+    return Tolerance(
+        rtol=spec_tol.rtol if spec_tol.rtol is not None else base.rtol,
+        atol_rel=base.atol_rel if spec_tol.atol is None else 0.0,
+        atol_abs=spec_tol.atol if spec_tol.atol is not None else 0.0,
+        norm_rtol=spec_tol.norm_rtol if spec_tol.norm_rtol is not None else max(
+            base.norm_rtol, spec_tol.rtol or 0.0) if spec_tol.rtol is not None else base.norm_rtol,
+    )  # fmt: skip
+
+
+def as_array(data: bytes, dtype: str) -> np.ndarray[Any, Any]:
+    """Raw little-endian bytes as a numpy array (bf16 widened to float32)."""
+    if dtype == "bf16":
+        return (np.frombuffer(data, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+    return np.frombuffer(data, dtype=_NP_DTYPES[dtype])
+
+
+@dataclass
+class Mismatch:
+    """Why a buffer did not match: the first bad element and summary statistics."""
+
+    buffer: str
+    index: int
+    got: float | int
+    want: float | int
+    bad_elements: int
+    count: int
+    max_abs_err: float
+    norm_rel_err: float
+    reason: str
+
+    def describe(self) -> str:
+        return (f"{self.buffer}[{self.index}] = {self.got!r}, expected {self.want!r} ({self.reason}; "
+                f"{self.bad_elements} of {self.count} elements differ, max |err| {self.max_abs_err:.3g}, "
+                f"norm-relative error {self.norm_rel_err:.3g})")  # fmt: skip
+
+
+def compare(name: str, dtype: str, got: bytes, want: bytes, tol: Tolerance) -> Mismatch | None:
+    """``None`` when ``got`` matches ``want`` within ``tol``; otherwise the first mismatch."""
+    g = as_array(got, dtype)
+    w = as_array(want, dtype)
+    if g.shape != w.shape:
+        return Mismatch(name, 0, len(g), len(w), max(len(g), len(w)), len(w), float("inf"), float("inf"),
+                        "different element counts")  # fmt: skip
+    if dtype not in FLOAT_DTYPES:
+        bad = np.flatnonzero(g != w)
+        if bad.size == 0:
+            return None
+        i = int(bad[0])
+        diff = np.abs(g.astype(np.float64) - w.astype(np.float64))
+        return Mismatch(name, i, int(g[i]), int(w[i]), int(bad.size), len(w), float(diff.max()),
+                        float(np.linalg.norm(diff)) / max(float(np.linalg.norm(w.astype(np.float64))), 1e-300),
+                        "integers differ")  # fmt: skip
+    g64 = g.astype(np.float64)
+    w64 = w.astype(np.float64)
+    finite_w = np.isfinite(w64)
+    scale = float(np.max(np.abs(w64[finite_w]))) if finite_w.any() else 0.0
+    atol = tol.atol_abs + tol.atol_rel * scale
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(g64 - w64)
+        ok = err <= atol + tol.rtol * np.abs(w64)
+    # Non-finite values match only the identical non-finite value (inf == inf); NaN never matches.
+    nonfinite = ~np.isfinite(g64) | ~finite_w
+    same_inf = np.isinf(g64) & np.isinf(w64) & (np.sign(g64) == np.sign(w64))
+    ok = np.where(nonfinite, same_inf, ok)
+    norm_w = float(np.linalg.norm(w64[finite_w])) if finite_w.any() else 0.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        fin = np.isfinite(g64) & finite_w
+        norm_err = float(np.linalg.norm((g64 - w64)[fin])) / norm_w if norm_w > 0 else 0.0
+    bad = np.flatnonzero(~ok)
+    if bad.size:
+        i = int(bad[0])
+        reason = "NaN where a number was expected" if np.isnan(g64[i]) and not np.isnan(w64[i]) else \
+            "non-finite value" if not np.isfinite(g64[i]) else f"outside atol {atol:.3g} + rtol {tol.rtol:g}·|want|"  # fmt: skip
+        max_err = float(np.max(np.where(np.isfinite(err), err, np.inf)))
+        return Mismatch(name, i, float(g64[i]), float(w64[i]), int(bad.size), len(w), max_err, norm_err, reason)
+    if norm_err > tol.norm_rtol:
+        i = int(np.argmax(err))
+        return Mismatch(name, i, float(g64[i]), float(w64[i]), 0, len(w), float(err.max()), norm_err,
+                        f"norm-relative error {norm_err:.3g} exceeds {tol.norm_rtol:g}")  # fmt: skip
+    return None
+
+
+def reference_problem(buffers: dict[str, tuple[str, bytes]]) -> str | None:
+    """Why a reference output cannot serve as a test oracle, or ``None``.
+
+    ``buffers`` maps output names to (dtype, bytes). The reference is degenerate when every output
+    element of every buffer holds one and the same value (all zeros included) while there is more
+    than one element, and invalid when it holds NaN.
+    """
+    values = []
+    total = 0
+    for name, (dtype, data) in buffers.items():
+        a = as_array(data, dtype)
+        total += a.size
+        if dtype in FLOAT_DTYPES and a.size and np.isnan(a.astype(np.float64)).any():
+            i = int(np.flatnonzero(np.isnan(a.astype(np.float64)))[0])
+            return f"the reference output {name}[{i}] is NaN: the baseline itself is broken on these inputs"
+        if a.size:
+            values.append(np.unique(a[: min(a.size, 1 << 22)]))
+    if total <= 1:
+        if values and values[0].size == 1 and float(values[0][0]) == 0.0:
+            return "the reference output is a single zero: it cannot tell a correct kernel from one that writes nothing"
+        return None
+    uniq = np.unique(np.concatenate([v.astype(np.float64) for v in values])) if values else np.array([])
+    if uniq.size <= 1:
+        what = "all zero" if uniq.size == 1 and uniq[0] == 0 else f"all {uniq[0] if uniq.size else '?'}"
+        return (f"the reference output is {what}: a constant reference cannot tell a correct kernel from one "
+                "that writes a constant; change the spec's input distributions or sizes")  # fmt: skip
+    return None

@@ -1,0 +1,30 @@
+"""kernellsp's language server: a thin pygls adapter over the core (the core never imports pygls).
+
+Layout:
+
+* :mod:`~kernellsp.lsp.server`: the server object, shared state, error and shutdown policy;
+* :mod:`~kernellsp.lsp.jobs`: background jobs (one per URI and kind, cancel-on-newer, progress);
+* :mod:`~kernellsp.lsp.config`: editor settings (camelCase) → core settings;
+* :mod:`~kernellsp.lsp.convert`: findings → diagnostics, position encodings, rule links;
+* :mod:`~kernellsp.lsp.features`: one module per feature (settings, diagnostics, code actions,
+  hover, commands, lifecycle), each with ``register(server)``.
+
+``create_server()`` builds a server with every feature; ``kernellsp serve`` starts it.
+"""
+
+from __future__ import annotations
+
+from kernellsp.lsp.server import KernelLspServer
+
+
+def create_server() -> KernelLspServer:
+    """A new server with every feature registered."""
+    from kernellsp.lsp.features import code_actions, commands, diagnostics, hover, lifecycle, settings
+
+    server = KernelLspServer()
+    for feature in (settings, diagnostics, code_actions, hover, commands, lifecycle):
+        feature.register(server)
+    return server
+
+
+__all__ = ["KernelLspServer", "create_server"]

@@ -1,0 +1,228 @@
+"""The kernellsp language server object: state shared by the features, error policy, shutdown.
+
+:class:`KernelLspServer` is a pygls ``LanguageServer`` that holds
+
+* ``jobs``: the :class:`~kernellsp.lsp.jobs.JobManager` (background checks, later profile and
+  optimize runs) and its dedicated executor;
+* ``results``: the last published check per document URI (:class:`CheckResult`), from which hover
+  and code actions answer without running anything;
+* ``settings`` / ``options``: the core :class:`~kernellsp.settings.Settings` and the server's own
+  options, replaced atomically when the editor configuration changes.
+
+It also answers requests whose params do not validate with a JSON-RPC ``InvalidParams`` error
+(pygls 2.1.1 drops them silently, so the client waits until it times out), turns out-of-band
+errors into a log entry plus at most one concise ``window/showMessage`` per kind of error and
+minute, and cancels jobs (killing their child processes) when it shuts down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cattrs
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.uris import to_fs_path
+
+from kernellsp import __version__
+from kernellsp.check import FileReport
+from kernellsp.lsp.config import ServerOptions
+from kernellsp.lsp.jobs import JobManager
+from kernellsp.rules import RuleSet
+from kernellsp.settings import Settings
+from kernellsp.source import SourceModel, parse_source
+
+log = logging.getLogger(__name__)
+
+#: Documents up to this many characters are re-parsed on demand when the cached check is stale.
+FRESH_PARSE_MAX_CHARS = 200_000
+#: The same out-of-band error is shown to the user at most once per this many seconds.
+ERROR_MESSAGE_INTERVAL_S = 60.0
+
+
+@dataclass
+class CheckResult:
+    """The last published check of one document."""
+
+    uri: str
+    version: int | None
+    report: FileReport
+    rules: RuleSet
+    diagnostics: list[types.Diagnostic]
+    settings: Settings
+    seconds: float = 0.0
+    finished: float = field(default_factory=time.monotonic)
+
+    @property
+    def model(self) -> SourceModel | None:
+        return self.report.model
+
+
+class _Rejected:
+    """Stand-in for a message that was answered with an error while it was being decoded."""
+
+    jsonrpc = "rejected"
+
+
+_REJECTED = _Rejected()
+
+
+class KernelLspProtocol(LanguageServerProtocol):
+    """pygls' protocol, plus an ``InvalidParams`` response for requests that do not validate."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcInvalidParams as exc:
+            if "id" not in data or "method" not in data:
+                raise
+            method = str(data.get("method"))
+            detail = _validation_detail(exc.__cause__)
+            message = f"Invalid params for {method}" + (f": {detail}" if detail else "")
+            log.warning("rejected request %r: %s", data.get("id"), message)
+            self._send_response(data["id"], error=JsonRpcInvalidParams(message).to_response_error())
+            self._server._report_server_error(JsonRpcInvalidParams(message), JsonRpcInvalidParams)
+            return _REJECTED
+
+    def handle_message(self, message: Any) -> None:
+        if message is _REJECTED:
+            return
+        super().handle_message(message)
+
+
+def _validation_detail(exc: BaseException | None) -> str:
+    if exc is None:
+        return ""
+    try:
+        msgs = cattrs.transform_error(exc) if isinstance(exc, cattrs.BaseValidationError) else [str(exc)]
+    except Exception:
+        msgs = [str(exc)]
+    detail = "; ".join(msgs[:2])
+    return detail if len(detail) <= 300 else detail[:297] + "..."
+
+
+class KernelLspServer(LanguageServer):
+    """kernellsp's language server (create it with :func:`kernellsp.lsp.create_server`)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "kernellsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=KernelLspProtocol,
+        )  # fmt: skip
+        self.jobs = JobManager(self)
+        self.results: dict[str, CheckResult] = {}
+        self.settings = Settings()
+        self.options = ServerOptions()
+        #: ``initializationOptions`` and the last ``workspace/configuration`` answer (camelCase).
+        self.init_section: dict[str, Any] = {}
+        self.config_section: dict[str, Any] = {}
+        #: Set once the first configuration pull finished (checks wait for it, briefly).
+        self.settings_ready = asyncio.Event()
+        self.notes_shown: set[str] = set()
+        self._models: dict[str, tuple[int | None, SourceModel]] = {}
+        self._error_shown: dict[str, float] = {}
+        self._reporting = False
+
+    # ---------------------------------------------------------------------------------------------
+    # Helpers for the features
+
+    def workspace_root(self) -> Path | None:
+        """The workspace root the client opened, if any."""
+        try:
+            root = self.workspace.root_path
+        except RuntimeError:  # before initialize
+            return None
+        return Path(root) if root else None
+
+    def document_path(self, uri: str) -> Path:
+        """A file system path for ``uri`` (untitled buffers get a name under the workspace)."""
+        path = to_fs_path(uri)
+        if path:
+            return Path(path)
+        name = uri.rsplit("/", 1)[-1] or "untitled.cu"
+        return (self.workspace_root() or Path.cwd()) / name
+
+    def notify(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        """``window/showMessage``, never raising (the client may be gone)."""
+        try:
+            self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+        except Exception:
+            log.debug("showMessage failed", exc_info=True)
+
+    def note_once(self, key: str, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        """Show ``message`` the first time ``key`` comes up in this session."""
+        if key not in self.notes_shown:
+            self.notes_shown.add(key)
+            self.notify(message, kind)
+
+    def model_for(self, uri: str) -> tuple[int | None, SourceModel] | None:
+        """The source model matching the document's current version, cheaply.
+
+        The cached check's model when it is current; otherwise a fresh parse of the buffer when it
+        is small enough to parse within a request's budget (memoised per version); otherwise the
+        stale cached model with its own version (callers must send versioned edits then).
+        """
+        doc = self.workspace.get_text_document(uri)
+        res = self.results.get(uri)
+        if res is not None and res.model is not None and res.version == doc.version:
+            return res.version, res.model
+        memo = self._models.get(uri)
+        if memo is not None and memo[0] == doc.version and doc.version is not None:
+            return memo
+        try:
+            text = doc.source
+        except OSError:
+            text = None
+        if text is not None and len(text) <= FRESH_PARSE_MAX_CHARS:
+            model = parse_source(text, str(self.document_path(uri)))
+            self._models[uri] = (doc.version, model)
+            return doc.version, model
+        if res is not None and res.model is not None:
+            return res.version, res.model
+        return None
+
+    def forget(self, uri: str) -> None:
+        """Drop everything cached for a closed document."""
+        self.results.pop(uri, None)
+        self._models.pop(uri, None)
+
+    # ---------------------------------------------------------------------------------------------
+    # pygls hooks
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Log every out-of-band error; show one concise line per kind of error and minute.
+
+        Errors of requests already went back to the client as error responses, so they are only
+        logged. Guarded against recursion: reporting must not report its own failure.
+        """
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+        if getattr(source, "__name__", "") == "FeatureRequestError" or self._reporting:
+            return
+        text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        key = f"{type(error).__name__}:{text[:80]}"
+        now = time.monotonic()
+        if now - self._error_shown.get(key, -1e9) < ERROR_MESSAGE_INTERVAL_S:
+            return
+        self._error_shown[key] = now
+        self._reporting = True
+        try:
+            if len(text) > 200:
+                text = text[:197] + "..."
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error,
+                                                             message=f"kernellsp: {text} (details in the server log)"))  # fmt: skip
+        except Exception:
+            log.debug("could not show the error", exc_info=True)
+        finally:
+            self._reporting = False
+
+    def shutdown(self) -> None:
+        """Transport ends (exit, stdin closed, TCP peer gone): cancel jobs, then pygls' shutdown."""
+        self.jobs.close()
+        super().shutdown()

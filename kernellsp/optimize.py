@@ -1,0 +1,394 @@
+"""The verified rewrite loop: propose, verify, keep the fastest correct candidate, prove it again.
+
+Branch and select: each round asks the proposer (the LLM when one is configured, the built-in tuner
+otherwise, or both) for K candidates built on the current champion; each is verified against the
+champion (scope, compile, correctness, sanitizer, timing); the fastest accepted one becomes the new
+champion. The loop stops at the round budget, after ``patience`` rounds without gain, when the
+champion is near the DRAM roofline, or when the proposers have nothing new. The final champion is
+then verified from scratch against the ORIGINAL file (fresh seeds, every shape, sanitizer, A/B
+timing): only that verdict decides, so tolerance drift across rounds cannot creep in.
+
+Memory (``.kernellsp/memory.json``) records every candidate's idea, verdict and predicted vs
+measured gain, so rejected ideas are not proposed again. Every run leaves an evidence bundle in
+``.kernellsp/runs/``; :func:`replay` re-runs its final verdict. Applying writes the file only when it
+is unchanged since the run began, after a backup in ``.kernellsp/backups/``; :func:`revert` restores it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from kernellsp import rules as rulesmod
+from kernellsp import spec as specmod
+from kernellsp.findings import Finding
+from kernellsp.proposers.base import Candidate, ProposalContext, Proposer, ProposerError
+from kernellsp.runner import Runner
+from kernellsp.source import parse_source
+from kernellsp.verify import Verdict, VerifyError, VerifyOptions, unified_diff, verify
+
+Progress = Callable[[str, float | None], None]
+Event = Callable[[dict[str, Any]], None]
+
+
+class OptimizeError(RuntimeError):
+    """The loop could not run (no spec, runner down, nothing to propose); the message names the fix."""
+
+
+@dataclass
+class OptimizeOptions:
+    """Budgets and gates of one optimize run."""
+
+    rounds: int = 4
+    candidates: int = 4
+    patience: int = 2
+    min_gain_pct: float = 2.0
+    near_roofline_pct: float = 90.0
+    time_budget_s: float = 1800.0
+    verify: VerifyOptions = field(default_factory=VerifyOptions)
+
+
+@dataclass
+class CandidateRecord:
+    """One verified candidate, for the bundle, the memory and the progress display."""
+
+    round: int
+    index: int
+    key: str
+    description: str
+    proposer: str
+    rules: list[str]
+    predicted_gain_pct: float | None
+    verdict: str
+    message: str
+    speedup_vs_champion: float | None
+    seconds: float
+
+
+@dataclass
+class OptimizeResult:
+    """What the loop produced."""
+
+    path: str
+    entry: str
+    original_text: str
+    champion_text: str
+    accepted: bool
+    final: Verdict | None
+    candidates: list[CandidateRecord]
+    rounds_run: int
+    stop_reason: str
+    bundle: str | None
+    wall_s: float
+    environment: dict[str, Any]
+
+    @property
+    def speedup(self) -> float | None:
+        return self.final.speedup if self.final is not None and self.final.accepted else None
+
+    def diff(self) -> str:
+        return unified_diff(self.original_text, self.champion_text, Path(self.path).name)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "path": self.path, "entry": self.entry, "accepted": self.accepted, "speedup": self.speedup,
+            "final_verdict": self.final.kind if self.final else None,
+            "final_message": self.final.message if self.final else None,
+            "final_stats": self.final.stats if self.final else None,
+            "roofline": {k: v for k, v in (self.final.details if self.final else {}).items() if "roofline" in k},
+            "rounds": self.rounds_run, "stop_reason": self.stop_reason, "bundle": self.bundle,
+            "wall_s": self.wall_s, "candidates": [asdict(c) for c in self.candidates],
+            "environment": self.environment,
+        }  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------
+# Workspace state: memory, bundles, backups
+
+
+def state_dir(path: Path) -> Path:
+    root = specmod.find_workspace_root(path) or path.resolve().parent
+    return root / ".kernellsp"
+
+
+class Memory:
+    """``.kernellsp/memory.json``: per file, entry and idea, what was tried and how it went."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.records: list[dict[str, Any]] = []
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text())
+                self.records = list(data.get("records", []))
+            except (OSError, ValueError):
+                self.records = []
+
+    def tried(self, file: str, entry: str) -> list[dict[str, Any]]:
+        return [r for r in self.records if r.get("file") == file and r.get("entry") == entry]
+
+    def add(self, rec: dict[str, Any]) -> None:
+        self.records.append(rec)
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"version": 1, "records": self.records}, indent=1) + "\n")
+        tmp.replace(self.path)
+
+
+def _rel(path: Path) -> str:
+    root = specmod.find_workspace_root(path)
+    try:
+        return str(path.resolve().relative_to(root)) if root else path.name
+    except ValueError:
+        return str(path.resolve())
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------------------------------
+# The loop
+
+
+def default_proposers(settings: Any, ruleset: rulesmod.RuleSet | None, which: str = "auto") -> list[Proposer]:
+    """``auto``: LLM then tuner when an endpoint is configured, else the tuner; or exactly one."""
+    from kernellsp.proposers.tuner import Tuner
+
+    out: list[Proposer] = []
+    if which in ("auto", "llm") and settings is not None and settings.llm.configured:
+        from kernellsp.proposers.llm import LlmProposer
+
+        out.append(LlmProposer(settings.llm, ruleset))
+    elif which == "llm":
+        raise OptimizeError("--proposer llm needs llm.base_url and llm.model (kernellsp.toml [settings] or "
+                            "KERNELLSP_LLM_BASE_URL / KERNELLSP_LLM_MODEL)")  # fmt: skip
+    if which in ("auto", "tuner"):
+        out.append(Tuner())
+    return out
+
+
+def optimize(
+    path: Path, text: str, entry: str, runner: Runner, proposers: list[Proposer],
+    options: OptimizeOptions | None = None, findings: list[Finding] | None = None,
+    profile: dict[str, Any] | None = None, environment: dict[str, Any] | None = None,
+    cancel: threading.Event | None = None, progress: Progress | None = None, on_event: Event | None = None,
+    bundle_root: Path | None = None,
+) -> OptimizeResult:
+    """Run the loop on ``entry`` of ``path`` (whose current text is ``text``)."""
+    from kernellsp.profiling import runner_environment
+
+    opts = options or OptimizeOptions()
+    opts.verify.min_gain_pct = opts.min_gain_pct
+    say = progress or (lambda _m, _p: None)
+    emit = on_event or (lambda _e: None)
+    t0 = time.monotonic()
+    model = parse_source(text, str(path))
+    bound = next((b for b in specmod.specs_from_source(model)[0] if b.entry == entry), None)
+    if bound is None:
+        raise OptimizeError(f"{entry} has no launch spec: add one above it (the 'Add launch spec' code action drafts it)")
+    if not proposers:
+        raise OptimizeError("no proposer is available")
+    env = environment or runner_environment(runner)
+    sdir = state_dir(path)
+    memory = Memory(sdir / "memory.json")
+    rel = _rel(path)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    bundle = (bundle_root or sdir / "runs") / f"{stamp}-{path.stem}-{entry}"
+    bundle.mkdir(parents=True, exist_ok=True)
+    (bundle / f"original{path.suffix}").write_text(text)
+    champion = text
+    champion_speedup = 1.0
+    records: list[CandidateRecord] = []
+    stop = "round budget"
+    no_gain = 0
+    rounds_run = 0
+    for rnd in range(1, opts.rounds + 1):
+        if cancel is not None and cancel.is_set():
+            stop = "cancelled"
+            break
+        if time.monotonic() - t0 > opts.time_budget_s:
+            stop = "time budget"
+            break
+        rounds_run = rnd
+        cmodel = parse_source(champion, str(path))
+        cbound = next(b for b in specmod.specs_from_source(cmodel)[0] if b.entry == entry)
+        tried = memory.tried(rel, entry) + [{"key": r.key, "transform": r.description, "verdict": r.verdict,
+                                            "description": r.description, "speedup": r.speedup_vs_champion}
+                                           for r in records]  # fmt: skip
+        ctx = ProposalContext(str(path), champion, text, entry, cmodel, cbound, list(findings or []), profile, tried, rnd)
+        cands: list[Candidate] = []
+        for p in proposers:
+            if len(cands) >= opts.candidates:
+                break
+            say(f"round {rnd}: asking the {p.name} for candidates", None)
+            try:
+                got = p.propose(ctx, opts.candidates - len(cands))
+            except ProposerError as exc:
+                emit({"event": "proposer_error", "proposer": p.name, "message": str(exc)})
+                continue
+            keys = {c.key for c in cands}
+            cands.extend(c for c in got if c.key not in keys)
+        if not cands:
+            stop = "no new candidates"
+            break
+        best: tuple[float, Candidate] | None = None
+        for i, cand in enumerate(cands):
+            if cancel is not None and cancel.is_set():
+                break
+            emit({"event": "candidate", "round": rnd, "index": i, "of": len(cands), "description": cand.description,
+                  "proposer": cand.proposer})  # fmt: skip
+            c0 = time.monotonic()
+            label = f"round {rnd}, candidate {i + 1}/{len(cands)} ({cand.description})"
+            try:
+                v = verify(path, champion, cand.text, entry, runner, opts.verify, env, cancel,
+                           lambda m, p, label=label: say(f"{label}: {m}", p))  # type: ignore[misc]
+            except VerifyError as exc:
+                v = Verdict("error", False, str(exc), entry)
+            rec = CandidateRecord(rnd, i, cand.key, cand.description, cand.proposer, cand.rules, cand.predicted_gain_pct,
+                                  v.kind, v.message, v.speedup, time.monotonic() - c0)  # fmt: skip
+            records.append(rec)
+            cdir = bundle / "candidates" / f"r{rnd}-{i}-{cand.key}"
+            cdir.mkdir(parents=True, exist_ok=True)
+            (cdir / f"candidate{path.suffix}").write_text(cand.text)
+            (cdir / "diff.patch").write_text(unified_diff(champion, cand.text, path.name))
+            (cdir / "verdict.json").write_text(json.dumps(v.to_dict(), indent=1, default=str) + "\n")
+            memory.add({"file": rel, "entry": entry, "key": cand.key, "transform": cand.description,
+                        "description": cand.description, "proposer": cand.proposer, "rules": cand.rules,
+                        "verdict": v.kind, "message": v.message[:500], "predicted_gain_pct": cand.predicted_gain_pct,
+                        "measured_speedup": v.speedup, "baseline": _hash(champion), "time": stamp})  # fmt: skip
+            memory.save()
+            emit({"event": "verdict", "round": rnd, "index": i, "verdict": v.kind, "message": v.message,
+                  "speedup": v.speedup, "best": champion_speedup})  # fmt: skip
+            if v.accepted and v.speedup and (best is None or v.speedup > best[0]):
+                best = (v.speedup, cand)
+        if best is None:
+            no_gain += 1
+            if no_gain >= opts.patience:
+                stop = f"{opts.patience} rounds without gain"
+                break
+            continue
+        no_gain = 0
+        champion = best[1].text
+        champion_speedup *= best[0]
+        emit({"event": "champion", "round": rnd, "description": best[1].description, "speedup": champion_speedup})
+    final: Verdict | None = None
+    if champion != text and not (cancel is not None and cancel.is_set()):
+        say("final verification of the champion against the original", None)
+        fopts = VerifyOptions(**{**asdict(opts.verify), "seeds": max(opts.verify.seeds, 3)})
+        try:
+            final = verify(path, text, champion, entry, runner, fopts, env, cancel,
+                           lambda m, p: say(f"final check: {m}", p))  # fmt: skip
+        except VerifyError as exc:
+            final = Verdict("error", False, str(exc), entry)
+        if final.accepted:
+            pct = final.details.get("candidate_pct_of_roofline")
+            if pct is not None and pct >= opts.near_roofline_pct and stop == "round budget":
+                stop = "near the roofline"
+    elif cancel is not None and cancel.is_set():
+        stop = "cancelled"
+    result = OptimizeResult(
+        path=str(path), entry=entry, original_text=text, champion_text=champion if final and final.accepted else text,
+        accepted=bool(final and final.accepted), final=final, candidates=records, rounds_run=rounds_run,
+        stop_reason=stop, bundle=str(bundle), wall_s=time.monotonic() - t0, environment=env,
+    )  # fmt: skip
+    _write_bundle(bundle, path, result)
+    return result
+
+
+def _write_bundle(bundle: Path, path: Path, result: OptimizeResult) -> None:
+    (bundle / f"champion{path.suffix}").write_text(result.champion_text)
+    (bundle / "diff.patch").write_text(result.diff())
+    if result.final is not None:
+        (bundle / "final-verdict.json").write_text(json.dumps(result.final.to_dict(), indent=1, default=str) + "\n")
+    (bundle / "summary.json").write_text(json.dumps(result.summary(), indent=1, default=str) + "\n")
+    (bundle / "environment.json").write_text(json.dumps(result.environment, indent=1, default=str) + "\n")
+    lines = [f"# kernellsp optimize {Path(result.path).name} :: {result.entry}", ""]
+    if result.accepted and result.final is not None:
+        lines.append(f"Accepted: {result.final.message}")
+    else:
+        lines.append(f"No verified improvement ({result.final.kind + ': ' + result.final.message if result.final else result.stop_reason}).")
+    lines += ["", f"Stop: {result.stop_reason}; rounds {result.rounds_run}; wall {result.wall_s:.1f} s", "",
+              "| round | candidate | proposer | verdict | speedup vs champion | message |", "|---|---|---|---|---:|---|"]  # fmt: skip
+    for c in result.candidates:
+        sp = f"{c.speedup_vs_champion:.3f}" if c.speedup_vs_champion else ""
+        lines.append(f"| {c.round} | {c.description} | {c.proposer} | {c.verdict} | {sp} | {c.message[:160]} |")
+    (bundle / "summary.md").write_text("\n".join(lines) + "\n")
+
+
+# --------------------------------------------------------------------------------------------------
+# Apply, revert, replay
+
+
+class ApplyError(RuntimeError):
+    """The result could not be written; the user's file is untouched."""
+
+
+def apply_result(path: Path, result: OptimizeResult) -> Path:
+    """Write the champion to ``path`` if the file still holds the original text; return the backup path."""
+    if not result.accepted:
+        raise ApplyError("nothing to apply: no candidate passed every gate")
+    current = path.read_text(encoding="utf-8")
+    if current != result.original_text:
+        side = path.with_name(path.stem + ".kernellsp" + path.suffix)
+        side.write_text(result.champion_text)
+        raise ApplyError(f"{path} changed since the run began; the verified result was saved beside it as {side}")
+    backups = state_dir(path) / "backups"
+    backups.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    backup = backups / f"{path.name}.{stamp}.bak"
+    shutil.copy2(path, backup)
+    index = backups / "index.json"
+    entries = json.loads(index.read_text()) if index.is_file() else []
+    entries.append({"file": str(path.resolve()), "backup": str(backup), "written_hash": _hash(result.champion_text),
+                    "bundle": result.bundle, "time": stamp})  # fmt: skip
+    index.write_text(json.dumps(entries, indent=1) + "\n")
+    tmp = path.with_name(path.name + ".kernellsp-tmp")
+    tmp.write_text(result.champion_text)
+    tmp.replace(path)
+    return backup
+
+
+def revert(path: Path, force: bool = False) -> Path:
+    """Restore the newest backup of ``path``; refuses if the file changed since kernellsp wrote it."""
+    index = state_dir(path) / "backups" / "index.json"
+    entries = json.loads(index.read_text()) if index.is_file() else []
+    mine = [e for e in entries if e["file"] == str(path.resolve())]
+    if not mine:
+        raise ApplyError(f"no kernellsp backup of {path} (nothing was applied to it)")
+    last = mine[-1]
+    if not force and _hash(path.read_text(encoding="utf-8")) != last["written_hash"]:
+        raise ApplyError(f"{path} changed after kernellsp wrote it; use --force to restore {last['backup']} anyway")
+    shutil.copy2(last["backup"], path)
+    entries.remove(last)
+    index.write_text(json.dumps(entries, indent=1) + "\n")
+    return Path(last["backup"])
+
+
+def replay(bundle: Path, runner: Runner, options: VerifyOptions | None = None,
+           progress: Progress | None = None) -> tuple[Verdict, dict[str, Any]]:  # fmt: skip
+    """Re-run the final verdict of a bundle (original vs champion); returns the new verdict and the recorded one."""
+    summary_p = bundle / "summary.json"
+    if not summary_p.is_file():
+        raise OptimizeError(f"{bundle} is not a kernellsp evidence bundle (no summary.json)")
+    summary = json.loads(summary_p.read_text())
+    orig = next(bundle.glob("original.*"), None)
+    champ = next(bundle.glob("champion.*"), None)
+    if orig is None or champ is None:
+        raise OptimizeError(f"{bundle} lacks original.* or champion.*")
+    recorded = json.loads((bundle / "final-verdict.json").read_text()) if (bundle / "final-verdict.json").is_file() else {}
+    src_name = Path(summary["path"]).name
+    # Verify in a scratch copy named like the original file, next to nothing else.
+    v = verify(Path(src_name), orig.read_text(), champ.read_text(), summary["entry"], runner, options,
+               progress=progress)  # fmt: skip
+    return v, recorded

@@ -1,0 +1,129 @@
+"""What every proposer receives and returns.
+
+A proposer reads a :class:`ProposalContext` (the current champion's text, the entry, its spec, the
+findings and profile summary, and what memory says was already tried) and returns full-file
+:class:`Candidate` texts. It never decides anything: every candidate still goes through the scope,
+compile, correctness, sanitizer and timing gates of :mod:`kernellsp.verify`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kernellsp import spec as specmod
+from kernellsp.findings import Finding
+from kernellsp.source import SourceModel, parse_source
+
+
+class ProposerError(RuntimeError):
+    """A proposer could not produce candidates (LLM unreachable, budget spent); the message says why."""
+
+
+@dataclass
+class Candidate:
+    """One proposed rewrite of the whole file."""
+
+    text: str
+    description: str
+    proposer: str
+    rules: list[str] = field(default_factory=list)
+    predicted_gain_pct: float | None = None
+    #: Stable identity of the idea (for memory: a rejected idea is not proposed again).
+    key: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            self.key = hashlib.sha256(self.text.encode()).hexdigest()[:16]
+
+
+@dataclass
+class ProposalContext:
+    """Everything a proposer may use."""
+
+    path: str
+    text: str
+    original_text: str
+    entry: str
+    model: SourceModel
+    spec: specmod.BoundSpec
+    findings: list[Finding] = field(default_factory=list)
+    profile: dict[str, Any] | None = None
+    tried: list[dict[str, Any]] = field(default_factory=list)
+    round: int = 0
+
+    def tried_keys(self) -> set[str]:
+        return {t["key"] for t in self.tried if t.get("key")}
+
+
+class Proposer(Protocol):
+    """The interface of the tuner and the LLM proposer."""
+
+    name: str
+
+    def propose(self, ctx: ProposalContext, k: int) -> list[Candidate]:
+        """Up to ``k`` new candidates (never one whose key is in ``ctx.tried_keys()``)."""
+        ...
+
+
+def splice_kernel(text: str, entry: str, new_code: str, launch: specmod.LaunchSpec | None = None) -> str:
+    """Replace ``entry``'s definition (and the __device__ helpers the new code redefines) in ``text``.
+
+    ``new_code`` holds the kernel definition and any ``__device__`` helpers it needs. Helpers with
+    the same name as existing ones replace them; new ones go right above the kernel. When ``launch``
+    is given, the entry's spec block gets that launch (the structured field; nothing else changes).
+    Raises :class:`ProposerError` when the code lacks the kernel.
+    """
+    model = parse_source(text)
+    fn = model.function(entry)
+    if fn is None or not fn.has_body:
+        raise ProposerError(f"{entry} is not defined in the file")
+    new_model = parse_source(new_code)
+    new_fn = new_model.function(entry)
+    if new_fn is None or not new_fn.has_body or new_fn.kind != fn.kind:
+        raise ProposerError(f"the proposed code does not define {fn.kind} function {entry}")
+    data = text.encode()
+    code = new_code.encode()
+    edits: list[tuple[int, int, bytes]] = []
+    new_helpers = [f for f in new_model.functions if f.kind == "device" and f.has_body]
+    helper_texts: list[bytes] = []
+    for h in new_helpers:
+        hspan = h.outer_span or h.span
+        htext = code[hspan.start_byte : hspan.end_byte]
+        old = next((f for f in model.functions if f.name == h.name and f.kind == "device" and f.has_body), None)
+        if old is not None:
+            ospan = old.outer_span or old.span
+            edits.append((ospan.start_byte, ospan.end_byte, htext))
+        else:
+            helper_texts.append(htext)
+    kspan = new_fn.outer_span or new_fn.span
+    ktext = code[kspan.start_byte : kspan.end_byte]
+    ospan = fn.outer_span or fn.span
+    prefix = b"".join(h + b"\n\n" for h in helper_texts)
+    edits.append((ospan.start_byte, ospan.end_byte, prefix + ktext))
+    if launch is not None:
+        bound = next((b for b in specmod.specs_from_source(model)[0] if b.entry == entry and b.block), None)
+        if bound is None or bound.block is None:
+            raise ProposerError(f"{entry} has no spec comment block to carry a launch change")
+        new_spec = bound.spec.model_copy(update={"launch": launch})
+        block = specmod.format_comment_block(new_spec).rstrip("\n").encode()
+        edits.append((bound.block.span.start_byte, bound.block.span.end_byte, block))
+    # A helper placed above the kernel must not sit between the spec block and the kernel, where it
+    # would capture the spec: put helpers above the spec block instead.
+    if helper_texts:
+        bound = next((b for b in specmod.specs_from_source(model)[0] if b.entry == entry and b.block), None)
+        if bound is not None and bound.block is not None and bound.block.span.end_byte <= ospan.start_byte:
+            edits = [e for e in edits if e[0] != ospan.start_byte]
+            edits.append((ospan.start_byte, ospan.end_byte, ktext))
+            start = bound.block.span.start_byte
+            existing = next((e for e in edits if e[0] == start), None)
+            if existing is not None:
+                edits.remove(existing)
+                edits.append((start, existing[1], prefix + existing[2]))
+            else:
+                edits.append((start, start, prefix))
+    out = data
+    for start, end, rep in sorted(edits, key=lambda e: e[0], reverse=True):
+        out = out[:start] + rep + out[end:]
+    return out.decode()

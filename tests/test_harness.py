@@ -1,0 +1,853 @@
+"""Tests of kernellsp.harness: planning, generation, compilation with the real nvcc, the Python mirror
+of the harness PRNG (checked against the compiled program's ``--mode inputs``, which needs no GPU),
+and the result reader. One ``gpu``-marked test runs the vector-add harness end to end on a GPU."""
+
+from __future__ import annotations
+
+import array
+import json
+import math
+import shutil
+import struct
+import subprocess
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernellsp.harness import (
+    RESULT_FORMAT,
+    HarnessError,
+    HarnessPlan,
+    decode_buffer,
+    digest_bytes,
+    draw,
+    fill_reference,
+    fnv1a64,
+    generate_harness,
+    harness_argv,
+    harness_compile_command,
+    mix64,
+    plan_harness,
+    poison_byte,
+    read_result,
+)
+from kernellsp.source import parse_source
+from kernellsp.spec import KernelSpec, parse_spec_text, specs_from_source
+
+NVCC = shutil.which("nvcc")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
+
+# --------------------------------------------------------------------------------------------------
+# Kernels under test (each file carries its spec in a kernellsp comment block)
+
+VADD = """\
+#include <cuda_runtime.h>
+/* kernellsp
+sizes = { N = 4096 }
+launch = { grid = "ceil_div(N, 256)", block = 256 }
+shapes = [{ N = 1000 }, { N = 1 }]
+[args]
+a = { dtype = "f32", dir = "in", count = "N" }
+b = { dtype = "f32", dir = "in", count = "N", dist = "normal(0.5, 2)" }
+c = { dtype = "f32", dir = "out", count = "N" }
+n = { value = "N" }
+*/
+__global__ void vadd(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+"""
+
+FLOAT4 = """\
+#include <cuda_runtime.h>
+/* kernellsp
+sizes = { N = 8192 }
+launch = { grid = "ceil_div(N / 4, 128)", block = 128 }
+shapes = [{ N = 4 }]
+[args]
+x = { dtype = "f32", dir = "in", count = "N", dist = "uniform(-4, 4)" }
+y = { dtype = "f32", dir = "out", count = "N" }
+s = { value = 0.25 }
+n4 = { value = "N / 4" }
+*/
+__global__ void scale4(const float4* __restrict__ x, float4* __restrict__ y, float s, int n4) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n4) {
+    float4 v = x[i];
+    y[i] = make_float4(v.x * s, v.y * s, v.z * s, v.w * s);
+  }
+}
+"""
+
+TRANSPOSE_2D = """\
+/* kernellsp
+sizes = { ROWS = 512, COLS = 384, TILE = 32 }
+launch = { grid = ["ceil_div(COLS, TILE)", "ceil_div(ROWS, TILE)"], block = ["TILE", 8], smem = "TILE * (TILE + 1) * 4" }
+shapes = [{ ROWS = 33, COLS = 65 }]
+[args]
+src = { dtype = "f32", dir = "in", count = "ROWS * COLS", dist = "arange()" }
+dst = { dtype = "f32", dir = "out", count = "ROWS * COLS" }
+rows = { value = "ROWS" }
+cols = { value = "COLS" }
+*/
+__global__ void transpose(const float* src, float* dst, int rows, int cols) {
+  extern __shared__ float tile[];
+  const int T = blockDim.x;
+  int x = blockIdx.x * T + threadIdx.x;
+  for (int j = threadIdx.y; j < T; j += blockDim.y) {
+    int y = blockIdx.y * T + j;
+    if (x < cols && y < rows) tile[j * (T + 1) + threadIdx.x] = src[y * cols + x];
+  }
+  __syncthreads();
+  x = blockIdx.y * T + threadIdx.x;
+  for (int j = threadIdx.y; j < T; j += blockDim.y) {
+    int y = blockIdx.x * T + j;
+    if (x < rows && y < cols) dst[y * rows + x] = tile[threadIdx.x * (T + 1) + j];
+  }
+}
+"""
+
+BIG_SMEM = """\
+/* kernellsp
+sizes = { ROWS = 64, COLS = 1000 }
+launch = { grid = "ROWS", block = 256, smem = 65536 }
+[args]
+x = { dtype = "f64", dir = "in", count = "ROWS * COLS", dist = "uniform(-1e3, 1e3)" }
+out = { dtype = "f64", dir = "out", count = "ROWS" }
+cols = { value = "COLS" }
+*/
+__global__ void rowsum(const double* x, double* out, int cols) {
+  extern __shared__ double part[];
+  double s = 0.0;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) s += x[blockIdx.x * cols + c];
+  part[threadIdx.x] = s;
+  __syncthreads();
+  for (int k = blockDim.x / 2; k > 0; k >>= 1) {
+    if (threadIdx.x < k) part[threadIdx.x] += part[threadIdx.x + k];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = part[0];
+}
+"""
+
+HISTOGRAM = """\
+/* kernellsp
+sizes = { N = 100000, BINS = 256 }
+launch = { grid = "ceil_div(N, 256)", block = 256 }
+shapes = [{ N = 17 }]
+[args]
+data = { dtype = "u8", dir = "in", count = "N", dist = "randint(0, 256)" }
+weights = { dtype = "i32", dir = "in", count = "N", dist = "choice(-3, 1, 7)" }
+bins = { dtype = "i32", dir = "inout", count = "BINS", dist = "choice(0)" }
+n = { value = "N" }
+nbins = { value = "BINS" }
+*/
+__global__ void hist(const unsigned char* data, const int* weights, int* bins, int n, int nbins) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) atomicAdd(&bins[data[i] % nbins], weights[i]);
+}
+"""
+
+MIXED = """\
+#include <cstdint>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+enum class Mode : int { Add = 0, Mul = 1 };
+/* kernellsp
+sizes = { N = 3000 }
+launch = { grid = "ceil_div(N, 128)", block = 128 }
+shapes = [{ N = 5 }]
+[args]
+a = { dtype = "i8", dir = "in", count = "N", dist = "uniform(-200, 200)" }
+b = { dtype = "u16", dir = "in", count = "N", dist = "normal(100, 50)" }
+c = { dtype = "i64", dir = "in", count = "N", dist = "arange(-5, 3)" }
+d = { dtype = "f64", dir = "in", count = "N", dist = "uniform(-1e3, 1e3)" }
+h = { dtype = "f16", dir = "in", count = "N", dist = "normal(0, 1)" }
+g = { dtype = "bf16", dir = "inout", count = "N", dist = "arange(0.5, 0.25)" }
+e = { dtype = "u32", dir = "in", count = "N" }
+f = { dtype = "i16", dir = "in", count = "N", dist = "arange()" }
+out = { dtype = "u64", dir = "out", count = "N" }
+n = { value = "N" }
+k = { value = 4000000000 }
+off = { value = -12345678901 }
+scale = { value = 0.5 }
+hs = { value = 1.5 }
+mode = { value = 1 }
+flag = { value = true }
+sz = { value = "N * 2" }
+*/
+__global__ void mixed(const int8_t* a, const uint16_t* b, const int64_t* c, const double* d, const __half* h,
+                      __nv_bfloat16* g, const unsigned int* e, const short* f, unsigned long long* out, int n,
+                      unsigned int k, long long off, double scale, __half hs, Mode mode, bool flag, size_t sz) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  double v = a[i] + b[i] + (double)c[i] + d[i] * scale + __half2float(h[i]) * __half2float(hs) + e[i] + f[i];
+  if (mode == Mode::Mul && flag) v *= 2.0;
+  g[i] = __float2bfloat16((float)v);
+  out[i] = (unsigned long long)(v + (double)k + (double)off + (double)sz);
+}
+"""
+
+HOST_LAUNCHER = """\
+#include <cuda_runtime.h>
+__global__ void relu_kernel(const float* in, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[i] > 0.f ? in[i] : 0.f;
+}
+/* kernellsp
+sizes = { N = 5000 }
+shapes = [{ N = 3 }]
+[args]
+in = { dtype = "f32", dir = "in", count = "N", dist = "normal(0, 1)" }
+out = { dtype = "f32", dir = "out", count = "N" }
+n = { value = "N" }
+*/
+extern "C" void solve(const float* in, float* out, int n) {
+  relu_kernel<<<(n + 255) / 256, 256>>>(in, out, n);
+}
+"""
+
+# A program with its own main, and macros that would break any harness code placed after it.
+OWN_MAIN = """\
+#include <cstdio>
+#include <cstdlib>
+#include <cuda_runtime.h>
+#define N 1024
+#define BLOCK 128
+#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s\\n", cudaGetErrorString(e_)); exit(1); } } while (0)
+#define min(a, b) ((a) < (b) ? (a) : (b))
+#define block 256
+#define grid 4
+#define count 7
+#define P 3
+#define I 2
+#define type int
+/* kernellsp
+sizes = { N = 1024 }
+launch = { grid = "ceil_div(N, 128)", block = 128 }
+shapes = [{ N = 100 }]
+[args]
+x = { dtype = "f32", dir = "inout", count = "N", dist = "uniform(0, 10)" }
+n = { value = "N" }
+*/
+__global__ void square(float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < min(n, N)) x[i] = x[i] * x[i];
+}
+int main(int argc, char** argv) {
+  float* d = nullptr;
+  CHECK(cudaMalloc(&d, N * sizeof(float)));
+  square<<<N / BLOCK, BLOCK>>>(d, N);
+  CHECK(cudaDeviceSynchronize());
+  printf("passed\\n");
+  return 0;
+}
+"""
+
+KERNELS: dict[str, tuple[str, str]] = {
+    "vadd": (VADD, "vadd"),
+    "float4": (FLOAT4, "scale4"),
+    "transpose": (TRANSPOSE_2D, "transpose"),
+    "bigsmem": (BIG_SMEM, "rowsum"),
+    "hist": (HISTOGRAM, "hist"),
+    "mixed": (MIXED, "mixed"),
+    "host": (HOST_LAUNCHER, "solve"),
+    "own_main": (OWN_MAIN, "square"),
+}
+
+
+def _plan_of(text: str, entry: str, path: str = "/tmp/kernel.cu") -> HarnessPlan:
+    model = parse_source(text, path)
+    bound, issues = specs_from_source(model)
+    assert not issues, issues
+    spec = next(b.spec for b in bound if b.entry == entry)
+    return plan_harness(model, spec, entry)
+
+
+@dataclass
+class Built:
+    name: str
+    source: Path
+    harness_cu: Path
+    exe: Path
+    plan: HarnessPlan
+    returncode: int
+    stderr: str
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Built]]:
+    """Every kernel above: planned, generated and compiled with nvcc (in parallel)."""
+    if NVCC is None:
+        pytest.skip("nvcc not on PATH")
+    root = tmp_path_factory.mktemp("harness")
+
+    def build(name: str) -> Built:
+        text, entry = KERNELS[name]
+        d = root / name
+        d.mkdir()
+        src = d / f"{name}.cu"
+        src.write_text(text)
+        plan = _plan_of(text, entry, str(src))
+        hcu = d / "harness.cu"
+        hcu.write_text(generate_harness(plan, str(src)))
+        exe = d / "harness"
+        cmd = harness_compile_command(str(hcu), str(exe), "sm_90", plan.flags)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        return Built(name, src, hcu, exe, plan, proc.returncode, proc.stderr)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(build, KERNELS))
+    yield {b.name: b for b in results}
+
+
+def _run(exe: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=120)
+
+
+# --------------------------------------------------------------------------------------------------
+# Compilation (real nvcc) and the no-GPU modes of the compiled program
+
+
+@needs_nvcc
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_harness_compiles(built: dict[str, Built], name: str) -> None:
+    b = built[name]
+    assert b.returncode == 0, f"nvcc failed for {name}:\n{b.stderr[-4000:]}"
+    assert b.exe.is_file()
+
+
+@needs_nvcc
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_inputs_mode_matches_python_mirror(built: dict[str, Built], name: str, tmp_path: Path) -> None:
+    """``--mode inputs`` needs no GPU: the C++ fills must equal fill_reference bit for bit."""
+    b = built[name]
+    assert b.returncode == 0, b.stderr[-2000:]
+    for shape in range(len(b.plan.shapes)):
+        for seed in (0, 12345678901234567):
+            out = tmp_path / f"s{shape}_{seed}"
+            proc = _run(
+                b.exe, "--mode", "inputs", "--shape", str(shape), "--seed", str(seed), "--out", str(out)
+            )
+            assert proc.returncode == 0, proc.stderr
+            assert proc.stdout == ""
+            res = read_result(out)
+            assert res.ok and res.mode == "inputs" and res.shape == shape and res.seed == seed
+            assert res.sizes == json.loads(json.dumps(b.plan.shapes[shape].sizes))
+            for a in b.plan.inputs:
+                got = res.read_input_bytes(a.name)
+                want = fill_reference(b.plan, shape, seed, a.name)
+                assert res.buffer(a.name).hash_before == fnv1a64(got)
+                assert a.dtype is not None
+                if b.plan.shapes[shape].dists[a.name].kind == "normal":
+                    # libm's log/cos: identical on one host, within an ulp across hosts.
+                    g, w = decode_buffer(got, a.dtype), decode_buffer(want, a.dtype)
+                    assert all(
+                        math.isclose(x, y, rel_tol=1e-2, abs_tol=1e-3) for x, y in zip(g, w, strict=True)
+                    )
+                else:
+                    assert got == want, f"{name}.{a.name} shape {shape} seed {seed}"
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_fills_honour_distributions(built: dict[str, Built], tmp_path: Path) -> None:
+    b = built["mixed"]
+    assert b.returncode == 0, b.stderr[-2000:]
+    out = tmp_path / "o"
+    assert _run(b.exe, "--mode", "inputs", "--seed", "5", "--out", str(out)).returncode == 0
+    res = read_result(out)
+    a = res.read_input("a")  # i8 uniform(-200, 200): floored then clamped to -128..127
+    assert min(a) == -128 and max(a) == 127
+    c = res.read_input("c")  # i64 arange(-5, 3)
+    assert list(c[:4]) == [-5, -2, 1, 4]
+    f = res.read_input("f")  # i16 arange()
+    assert list(f[:3]) == [0, 1, 2]
+    g = res.read_input("g")  # bf16 arange(0.5, 0.25)
+    assert list(g[:3]) == [0.5, 0.75, 1.0]
+    e = res.read_input("e")  # u32 default randint(0, 100)
+    assert min(e) >= 0 and max(e) < 100 and len(set(e)) > 50
+    d = res.read_input("d")  # f64 uniform(-1e3, 1e3)
+    assert min(d) >= -1e3 and max(d) < 1e3
+    h = res.read_input("h")  # f16 normal(0, 1)
+    mean = sum(h) / len(h)
+    var = sum((x - mean) ** 2 for x in h) / len(h)
+    assert abs(mean) < 0.1 and 0.8 < var < 1.2
+    hist = built["hist"]
+    out2 = tmp_path / "h"
+    assert _run(hist.exe, "--mode", "inputs", "--out", str(out2)).returncode == 0
+    r2 = read_result(out2)
+    assert set(r2.read_input("weights")) == {-3, 1, 7}
+    assert set(r2.read_input("bins")) == {0}
+    data = r2.read_input("data")
+    assert min(data) == 0 and max(data) == 255
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_seeds_and_args_give_independent_streams(built: dict[str, Built], tmp_path: Path) -> None:
+    b = built["vadd"]
+    assert b.returncode == 0
+    hashes = set()
+    for seed in (1, 2):
+        out = tmp_path / f"s{seed}"
+        assert _run(b.exe, "--mode", "inputs", "--seed", str(seed), "--out", str(out)).returncode == 0
+        res = read_result(out)
+        hashes |= {res.buffer("a").hash_before, res.buffer("b").hash_before}
+    assert len(hashes) == 4
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_bad_arguments_are_reported_in_result_json(built: dict[str, Built], tmp_path: Path) -> None:
+    b = built["vadd"]
+    assert b.returncode == 0
+    cases = [
+        (["--mode", "check", "--shape", "3"], "--shape"),
+        (["--mode", "bogus"], "--mode"),
+        (["--mode", "time", "--reps", "0"], "--reps"),
+        (["--mode", "check", "--seed", "-1"], "--seed"),
+        (["--mode", "check", "--poison", "zero"], "--poison"),
+        (["--mode", "check", "--frobnicate"], "unknown argument"),
+        (["--shape", "0"], "--mode"),
+    ]
+    for i, (args, needle) in enumerate(cases):
+        out = tmp_path / f"c{i}"
+        proc = _run(b.exe, *args, "--out", str(out))
+        assert proc.returncode == 2, (args, proc.stderr)
+        res = read_result(out)
+        assert res.status == "bad_args" and res.error is not None and needle in res.error, (args, res.error)
+    proc = _run(b.exe, "--mode", "check")
+    assert proc.returncode == 2 and "--out" in proc.stderr
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_gpu_modes_report_cuda_errors_without_a_gpu(built: dict[str, Built], tmp_path: Path) -> None:
+    """Here (no GPU) check mode must still write result.json: runtime_error, exit code 3."""
+    b = built["vadd"]
+    assert b.returncode == 0
+    out = tmp_path / "o"
+    proc = _run(b.exe, "--mode", "check", "--out", str(out), "--seed", "9")
+    res = read_result(out)
+    if res.status == "ok":
+        pytest.skip("a GPU is present; the gpu-marked test covers this host")
+    assert proc.returncode == 3
+    assert res.status == "runtime_error" and res.error
+    assert res.device is None and res.timings_ms == []
+    assert res.grid == [16, 1, 1] and res.block == [256, 1, 1] and res.smem == 0
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_user_main_is_renamed(built: dict[str, Built]) -> None:
+    b = built["own_main"]
+    assert b.plan.has_main
+    assert b.returncode == 0, b.stderr[-3000:]
+    text = b.harness_cu.read_text()
+    assert "#define main kernellsp_user_main_" in text
+    nm = shutil.which("nm")
+    if nm:
+        syms = subprocess.run([nm, "-C", str(b.exe)], capture_output=True, text=True).stdout
+        assert "kernellsp_user_main_" in syms
+
+
+# --------------------------------------------------------------------------------------------------
+# Generation details (no compiler needed)
+
+
+def test_generated_text_is_deterministic_and_includes_the_source(tmp_path: Path) -> None:
+    src = tmp_path / "v.cu"
+    src.write_text(VADD)
+    plan = _plan_of(VADD, "vadd", str(src))
+    t1 = generate_harness(plan, str(src))
+    t2 = generate_harness(plan, str(src))
+    assert t1 == t2
+    assert f'#include "{src.resolve()}"' in t1
+    assert "int main(int argc, char** argv) { return kernellsp_h::run(argc, argv); }" in t1
+    assert t1.index("namespace kernellsp_h {") < t1.index(f'#include "{src.resolve()}"')
+    with pytest.raises(HarnessError, match="quote"):
+        generate_harness(plan, str(tmp_path / 'bad"name.cu'))
+
+
+def test_plan_evaluates_every_shape() -> None:
+    plan = _plan_of(TRANSPOSE_2D, "transpose")
+    assert plan.kind == "global"
+    assert [a.name for a in plan.args] == ["src", "dst", "rows", "cols"]
+    s0, s1 = plan.shapes
+    assert s0.grid == (12, 16, 1) and s0.block == (32, 8, 1) and s0.smem == 32 * 33 * 4
+    assert s1.grid == (3, 2, 1) and s1.counts == {"src": 33 * 65, "dst": 33 * 65}
+    assert s1.scalars == {"rows": 33, "cols": 65}
+    assert s1.dists["src"].kind == "arange"
+    assert plan.arg("dst").file == "dst.bin" and plan.arg("src").in_file == "src.in.bin"
+    host = _plan_of(HOST_LAUNCHER, "solve")
+    assert host.kind == "host" and host.shapes[0].grid is None
+    f4 = _plan_of(FLOAT4, "scale4")
+    assert f4.arg("x").vector_width == 4 and f4.shapes[1].counts["x"] == 4
+    assert f4.shapes[0].scalars["n4"] == 2048 and f4.shapes[0].scalars["s"] == 0.25
+
+
+def test_plan_with_tunables_override() -> None:
+    text = VADD.replace('sizes = { N = 4096 }', 'sizes = { N = 4096 }\ntunables = { BS = [256, 128] }').replace(
+        'block = 256', 'block = "BS"').replace('"ceil_div(N, 256)"', '"ceil_div(N, BS)"')  # fmt: skip
+    model = parse_source(text, "/tmp/t.cu")
+    spec = specs_from_source(model)[0][0].spec
+    assert plan_harness(model, spec, "vadd").shapes[0].block == (256, 1, 1)
+    p = plan_harness(model, spec, "vadd", tunables={"BS": 128})
+    assert p.shapes[0].block == (128, 1, 1) and p.shapes[0].grid == (32, 1, 1)
+    with pytest.raises(HarnessError, match="not declared"):
+        plan_harness(model, spec, "vadd", tunables={"XX": 1})
+
+
+def test_reserved_file_names_are_avoided() -> None:
+    text = """\
+/* kernellsp
+sizes = { N = 8 }
+launch = { grid = 1, block = 8 }
+[args]
+timings = { dtype = "f32", dir = "out", count = "N" }
+*/
+__global__ void k(float* timings) { timings[threadIdx.x] = 1.f; }
+"""
+    plan = _plan_of(text, "k")
+    assert plan.arg("timings").file == "arg_timings.bin"
+
+
+def test_compile_command() -> None:
+    cmd = harness_compile_command("h.cu", "h")
+    assert cmd == ["nvcc", "-O3", "-arch=sm_90", "-lineinfo", "-std=c++17", "-o", "h", "h.cu"]
+    cmd = harness_compile_command("h.cu", "h", "sm_80", ["-std=c++20", "-DX=1"])
+    assert "-std=c++17" not in cmd and "-std=c++20" in cmd and "-DX=1" in cmd and "-arch=sm_80" in cmd
+    argv = harness_argv(
+        "./h", "time", "/o", shape=1, seed=2, reps=10, warmup=2, poison="alt", fresh_inputs=True
+    )
+    assert argv == ["./h", "--mode", "time", "--shape", "1", "--seed", "2", "--out", "/o", "--poison", "alt",
+                    "--reps", "10", "--warmup", "2", "--fresh-inputs"]  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------
+# Plan errors
+
+
+def _spec(body: str) -> KernelSpec:
+    spec, errors = parse_spec_text(body)
+    assert spec is not None, errors
+    return spec
+
+
+def test_template_kernel_is_refused() -> None:
+    text = "template <int B>\n__global__ void tk(float* y, int n) { y[0] = B; }\n"
+    model = parse_source(text, "/tmp/t.cu")
+    spec = _spec('sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\n'
+                 'y = { dtype = "f32", dir = "out", count = "N" }\nn = { value = "N" }\n')  # fmt: skip
+    with pytest.raises(HarnessError, match="template"):
+        plan_harness(model, spec, "tk")
+
+
+def test_dtype_mismatch_is_refused() -> None:
+    text = "__global__ void k(const float* x, float* y, int n) {}\n"
+    model = parse_source(text, "/tmp/t.cu")
+    spec = _spec('sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\n'
+                 'x = { dtype = "i32", dir = "in", count = "N" }\ny = { dtype = "f32", dir = "out", count = "N" }\n'
+                 'n = { value = "N" }\n')  # fmt: skip
+    with pytest.raises(HarnessError, match=r"dtype.*f32.*i32|expected dtype f32, got 'i32'") as exc:
+        plan_harness(model, spec, "k")
+    assert "x" in str(exc.value)
+
+
+def test_zero_count_is_refused() -> None:
+    text = "__global__ void k(const float* x, float* y, int n) {}\n"
+    model = parse_source(text, "/tmp/t.cu")
+    spec = _spec('sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\nshapes = [{ N = 0 }]\n[args]\n'
+                 'x = { dtype = "f32", dir = "in", count = "N" }\ny = { dtype = "f32", dir = "out", count = "N" }\n'
+                 'n = { value = "N" }\n')  # fmt: skip
+    with pytest.raises(HarnessError, match="count") as exc:
+        plan_harness(model, spec, "k")
+    assert "positive" in str(exc.value) and "= 0" in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    ("source", "body", "needle"),
+    [
+        ("__global__ void k(float* y, int n) {}\n",
+         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n'
+         'n = { value = "2**40" }\n', "does not fit int"),
+        ("__global__ void k(float* y, int n) {}\n",
+         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n'
+         'n = { value = 2.5 }\n', "not an integer"),
+        ("__global__ void k(const int* x, int* y) {}\n",
+         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\n'
+         'x = { dtype = "i32", dir = "in", count = "N", dist = "randint(5, 5)" }\ny = { dtype = "i32", dir = "out", count = "N" }\n',
+         "lo < hi"),
+        ("__global__ void k(const unsigned char* x, int* y) {}\n",
+         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\n'
+         'x = { dtype = "u8", dir = "in", count = "N", dist = "randint(0, 1000)" }\ny = { dtype = "i32", dir = "out", count = "N" }\n',
+         "do not fit u8"),
+        ("__global__ void k(const __half* x, __half* y) {}\n",
+         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\n'
+         'x = { dtype = "f16", dir = "in", count = "N", dist = "uniform(0, 1e6)" }\ny = { dtype = "f16", dir = "out", count = "N" }\n',
+         "f16 can hold"),
+        ("__global__ void k(const float4* x, float4* y) {}\n",
+         'sizes = { N = 6 }\nlaunch = { grid = 1, block = 4 }\n[args]\n'
+         'x = { dtype = "f32", dir = "in", count = "N" }\ny = { dtype = "f32", dir = "out", count = "N" }\n',
+         "multiple of 4"),
+        ("void host(const float* x, float* y) {}\n",
+         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\n'
+         'x = { dtype = "f32", dir = "in", count = "N" }\ny = { dtype = "f32", dir = "out", count = "N" }\n',
+         "remove launch"),
+        ("__global__ void k(float** y) {}\n",
+         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n',
+         "pointers to pointers"),
+        ("__device__ void k(float* y) {}\n",
+         'sizes = { N = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n', "device function"),
+        ("__global__ void k(float* y) {}\n__global__ void k(double* y) {}\n",
+         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n',
+         "overloaded"),
+        ("__global__ void k(float* y, int n) {}\n",
+         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n',
+         "missing argument"),
+    ],
+)  # fmt: skip
+def test_plan_errors_name_the_problem(source: str, body: str, needle: str) -> None:
+    model = parse_source(source, "/tmp/t.cu")
+    with pytest.raises(HarnessError, match=needle):
+        plan_harness(model, _spec(body), "k" if "host(" not in source else "host")
+
+
+def test_unknown_entry() -> None:
+    with pytest.raises(HarnessError, match="no function named 'nope'"):
+        plan_harness(parse_source(VADD, "/tmp/v.cu"), _spec("[args]\n"), "nope")
+
+
+# --------------------------------------------------------------------------------------------------
+# Python mirror primitives
+
+
+def test_mirror_primitives_match_reference_values() -> None:
+    # splitmix64 seeded with 0: first output 0xE220A8397B1DCDAF (Vigna's reference implementation).
+    assert draw(0, 0) == 0xE220A8397B1DCDAF
+    assert mix64(0) == 0
+    assert fnv1a64(b"") == 0xCBF29CE484222325
+    assert fnv1a64(b"a") == 0xAF63DC4C8601EC8C
+    assert fnv1a64(b"foobar") == 0x85944171F73967E8
+    assert poison_byte("f32") == 0xFF and poison_byte("bf16", alt=True) == 0xF7
+    assert poison_byte("i32") == 0xA5 and poison_byte("u8", alt=True) == 0x5A
+    # Every float poison is NaN (primary) or finite (alt) in every float dtype.
+    for dt, fmt in (("f16", "<e"), ("f32", "<f"), ("f64", "<d")):
+        size = struct.calcsize(fmt)
+        assert math.isnan(struct.unpack(fmt, bytes([poison_byte(dt)]) * size)[0])
+        assert math.isfinite(struct.unpack(fmt, bytes([poison_byte(dt, True)]) * size)[0])
+    assert math.isnan(decode_buffer(b"\xff\xff", "bf16")[0])
+    assert math.isfinite(decode_buffer(b"\xf7\xf7", "bf16")[0])
+    # The digest is order-sensitive through the index term and differs when one element changes.
+    one = struct.pack("<4f", 1, 2, 3, 4)
+    assert digest_bytes(one, "f32") != digest_bytes(struct.pack("<4f", 2, 1, 3, 4), "f32")
+    assert digest_bytes(one, "f32") == digest_bytes(bytearray(one), "f32")
+
+
+def test_decode_buffer_dtypes() -> None:
+    assert list(decode_buffer(struct.pack("<3e", 1.0, -2.5, 0.125), "f16")) == [1.0, -2.5, 0.125]
+    assert list(decode_buffer(struct.pack("<2H", 0x3F80, 0xC040), "bf16")) == [1.0, -3.0]
+    assert list(decode_buffer(struct.pack("<2q", -5, 7), "i64")) == [-5, 7]
+    assert list(decode_buffer(struct.pack("<2Q", 2**64 - 1, 3), "u64")) == [2**64 - 1, 3]
+    assert list(decode_buffer(bytes([0x80, 0x7F]), "i8")) == [-128, 127]
+    assert list(decode_buffer(struct.pack("<2i", -1, 2), "i32")) == [-1, 2]
+    with pytest.raises(HarnessError, match="whole number"):
+        decode_buffer(b"\x00\x00\x00", "f32")
+
+
+# --------------------------------------------------------------------------------------------------
+# The reader, on a result directory written by hand in the documented format
+
+
+def _write_result_dir(d: Path, **overrides: object) -> None:
+    d.mkdir(parents=True, exist_ok=True)
+    y = array.array("f", [1.5, float("nan"), -2.0, 4.0])
+    (d / "y.bin").write_bytes(struct.pack("<4f", *y))
+    (d / "x.in.bin").write_bytes(struct.pack("<4f", 0.5, 1.0, -1.0, 2.0))
+    (d / "h.bin").write_bytes(struct.pack("<2e", 0.5, -1.0))
+    (d / "timings.bin").write_bytes(struct.pack("<3d", 0.125, 0.25, 0.5))
+    doc: dict[str, Any] = {
+        "format": RESULT_FORMAT, "status": "ok", "error": None, "mode": "check", "entry": "k",
+        "entry_kind": "global", "source": "/src/k.cu", "shape": 1, "num_shapes": 2, "seed": 18446744073709551615,
+        "poison": "nan", "sizes": {"N": 4}, "scalars": {"n": 4}, "grid": [1, 1, 1], "block": [4, 1, 1], "smem": 0,
+        "device": {"index": 0, "name": "NVIDIA H100 80GB HBM3", "cc": "9.0", "sm_count": 132, "l2_bytes": 52428800,
+                   "clock_khz": 1980000, "mem_clock_khz": 2619000, "driver_version": 12080, "runtime_version": 13000},
+        "kernel_attrs": {"num_regs": 16},
+        "buffers": [
+            {"name": "x", "index": 0, "ctype": "const float*", "dtype": "f32", "dir": "in", "count": 4, "bytes": 16,
+             "file": None, "input_file": "x.in.bin", "hash_before": "0x00000000000000ff",
+             "hash_after": "0x00000000000000fe", "digest": None, "unwritten": None, "poison_byte": None,
+             "rep_digests": None, "rep_unwritten": None},
+            {"name": "y", "index": 1, "ctype": "float*", "dtype": "f32", "dir": "out", "count": 4, "bytes": 16,
+             "file": "y.bin", "input_file": None, "hash_before": None, "hash_after": None,
+             "digest": "0x0123456789abcdef", "unwritten": 1, "poison_byte": 255,
+             "rep_digests": ["0x1", "0x2"], "rep_unwritten": [0, 0]},
+            {"name": "h", "index": 2, "ctype": "__half*", "dtype": "f16", "dir": "inout", "count": 2, "bytes": 4,
+             "file": "h.bin", "input_file": None, "hash_before": "0x10", "hash_after": None,
+             "digest": "0x2", "unwritten": None, "poison_byte": None, "rep_digests": [], "rep_unwritten": None},
+        ],
+        "timings_ms": [0.125, 0.25, 0.5], "timings_sync_ms": [0.2, 0.3, None], "warmup": 2, "reps": 3,
+        "fresh_inputs": False, "l2_flush_bytes": 104857600, "persisting_l2_limit_set": True,
+        "persisting_l2_error": None, "pad_bytes": 4096,
+    }  # fmt: skip
+    doc.update(overrides)
+    (d / "result.json").write_text(json.dumps(doc, indent=2))
+
+
+def test_read_result_hand_written(tmp_path: Path) -> None:
+    _write_result_dir(tmp_path)
+    r = read_result(tmp_path)
+    assert r.ok and r.mode == "check" and r.entry == "k" and r.shape == 1 and r.seed == 2**64 - 1
+    assert r.grid == [1, 1, 1] and r.device is not None and r.device["sm_count"] == 132
+    y = r.read_buffer("y")
+    assert isinstance(y, array.array) and y.typecode == "f"
+    assert y[0] == 1.5 and math.isnan(y[1]) and list(y[2:]) == [-2.0, 4.0]
+    assert r.read_list("h") == [0.5, -1.0]
+    assert list(r.read_input("x")) == [0.5, 1.0, -1.0, 2.0]
+    assert r.mutated_inputs() == ["x"]
+    assert r.unwritten_outputs() == {"y": 1}
+    assert r.buffer("y").digest == 0x0123456789ABCDEF and r.buffer("y").rep_digests == [1, 2]
+    assert r.buffer("h").hash_before == 0x10
+    assert list(r.read_timings()) == [0.125, 0.25, 0.5] == r.timings_ms
+    assert math.isnan(r.timings_sync_ms[2])
+    assert r.l2_flush_bytes == 104857600 and r.persisting_l2_limit_set
+    with pytest.raises(HarnessError, match="no buffer 'zz'"):
+        r.buffer("zz")
+    with pytest.raises(HarnessError, match="not written"):
+        r.read_bytes("x")
+    with pytest.raises(HarnessError, match="not dumped"):
+        r.read_input_bytes("y")
+    (tmp_path / "y.bin").write_bytes(b"\x00" * 12)
+    with pytest.raises(HarnessError, match="12 bytes"):
+        r.read_buffer("y")
+
+
+def test_read_result_errors(tmp_path: Path) -> None:
+    with pytest.raises(HarnessError, match="crashed"):
+        read_result(tmp_path / "missing")
+    _write_result_dir(tmp_path / "fmt", format="something-else/9")
+    with pytest.raises(HarnessError, match="format"):
+        read_result(tmp_path / "fmt")
+    _write_result_dir(tmp_path / "st", status="great")
+    with pytest.raises(HarnessError, match="status"):
+        read_result(tmp_path / "st")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "result.json").write_text("{not json")
+    with pytest.raises(HarnessError, match="not valid JSON"):
+        read_result(tmp_path / "bad")
+    _write_result_dir(
+        tmp_path / "err", status="launch_error", error="vadd: cudaErrorInvalidConfiguration: bad"
+    )
+    r = read_result(tmp_path / "err")
+    assert not r.ok and r.status == "launch_error" and "InvalidConfiguration" in (r.error or "")
+
+
+# --------------------------------------------------------------------------------------------------
+# End to end on a GPU (run with -m gpu on a GPU host)
+
+
+@pytest.mark.gpu
+def test_vadd_end_to_end_on_gpu(tmp_path: Path) -> None:
+    if NVCC is None:
+        pytest.skip("nvcc not on PATH")
+    src = tmp_path / "vadd.cu"
+    src.write_text(VADD)
+    plan = _plan_of(VADD, "vadd", str(src))
+    hcu = tmp_path / "harness.cu"
+    hcu.write_text(generate_harness(plan, str(src)))
+    exe = tmp_path / "harness"
+    proc = subprocess.run(
+        harness_compile_command(str(hcu), str(exe), "sm_90"), capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+    for shape in range(len(plan.shapes)):
+        n = plan.shapes[shape].counts["c"]
+        # check mode, NaN poison, inputs dumped
+        out = tmp_path / f"check{shape}"
+        p = _run(
+            exe, "--mode", "check", "--shape", str(shape), "--seed", "3", "--out", str(out), "--dump-inputs"
+        )
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        assert p.stdout == ""
+        r = read_result(out)
+        assert r.status == "ok", r.error
+        assert r.device is not None and r.device["name"] and r.device["sm_count"] > 0
+        assert r.kernel_attrs is not None and r.kernel_attrs["num_regs"] > 0
+        assert (out / "c.bin").stat().st_size == n * 4
+        a, b, c = r.read_input("a"), r.read_input("b"), r.read_buffer("c")
+        assert len(a) == len(b) == len(c) == n
+        assert a.tobytes() == fill_reference(plan, shape, 3, "a")
+        assert not any(math.isnan(x) for x in c)
+        want = array.array(
+            "f", [x + y for x, y in zip(a, b, strict=True)]
+        )  # float32 rounding of the exact sum
+        assert c.tobytes() == want.tobytes()
+        assert r.mutated_inputs() == []
+        for name in ("a", "b"):
+            buf = r.buffer(name)
+            assert buf.hash_before == buf.hash_after == fnv1a64(r.read_input_bytes(name))
+        assert r.buffer("c").unwritten == 0
+        assert r.buffer("c").digest == digest_bytes(r.read_bytes("c"), "f32")
+        assert r.persisting_l2_limit_set or r.persisting_l2_error
+
+        # the alternative poison gives the same output (no reads of unwritten memory)
+        out_alt = tmp_path / f"alt{shape}"
+        p = _run(
+            exe,
+            "--mode",
+            "check",
+            "--shape",
+            str(shape),
+            "--seed",
+            "3",
+            "--out",
+            str(out_alt),
+            "--poison",
+            "alt",
+        )
+        assert p.returncode == 0, p.stderr
+        r_alt = read_result(out_alt)
+        assert r_alt.ok and r_alt.read_bytes("c") == r.read_bytes("c")
+
+        # time mode
+        out_t = tmp_path / f"time{shape}"
+        p = _run(exe, "--mode", "time", "--shape", str(shape), "--seed", "3", "--out", str(out_t),
+                 "--reps", "20", "--warmup", "3")  # fmt: skip
+        assert p.returncode == 0, p.stderr
+        rt = read_result(out_t)
+        assert rt.status == "ok", rt.error
+        assert rt.reps == 20 and rt.warmup == 3
+        assert len(rt.timings_ms) == 20 and len(rt.timings_sync_ms) == 20
+        assert all(0 <= t < 1000 and math.isfinite(t) for t in rt.timings_ms)
+        assert sorted(rt.timings_ms)[10] > 0  # the median launch took measurable time
+        assert all(s >= t for s, t in zip(rt.timings_sync_ms, rt.timings_ms, strict=True))
+        assert list(rt.read_timings()) == rt.timings_ms
+        assert (out_t / "timings.bin").stat().st_size == 20 * 8
+        assert rt.l2_flush_bytes == 2 * rt.device["l2_bytes"] > 0  # type: ignore[index]
+        c_t = rt.buffer("c")
+        assert c_t.rep_unwritten == [0] * 20
+        assert c_t.rep_digests == [r.buffer("c").digest] * 20  # every timed launch computed the same output
+
+        # fresh inputs per launch: outputs still fully written, digests now differ between launches
+        out_f = tmp_path / f"fresh{shape}"
+        p = _run(exe, "--mode", "time", "--shape", str(shape), "--seed", "3", "--out", str(out_f),
+                 "--reps", "5", "--warmup", "1", "--fresh-inputs")  # fmt: skip
+        assert p.returncode == 0, p.stderr
+        rf = read_result(out_f)
+        assert rf.ok and rf.fresh_inputs and rf.buffer("c").rep_unwritten == [0] * 5
+        if n > 1:
+            assert len(set(rf.buffer("c").rep_digests or [])) == 5
+
+        # profile mode: two launches, exit 0
+        out_p = tmp_path / f"profile{shape}"
+        p = _run(exe, "--mode", "profile", "--shape", str(shape), "--out", str(out_p))
+        assert p.returncode == 0, p.stderr
+        assert read_result(out_p).ok
