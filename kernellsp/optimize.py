@@ -22,6 +22,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,6 +54,8 @@ class OptimizeOptions:
     min_gain_pct: float = 2.0
     near_roofline_pct: float = 90.0
     time_budget_s: float = 1800.0
+    #: Candidates verified at once (builds overlap; GPU steps take turns).
+    parallel: int = 4
     verify: VerifyOptions = field(default_factory=VerifyOptions)
 
 
@@ -243,20 +246,26 @@ def optimize(
             stop = "no new candidates"
             break
         best: tuple[float, Candidate] | None = None
-        for i, cand in enumerate(cands):
-            if cancel is not None and cancel.is_set():
-                break
-            emit({"event": "candidate", "round": rnd, "index": i, "of": len(cands), "description": cand.description,
+
+        def check(i: int, cand: Candidate, base: str = champion, rnd: int = rnd, n: int = len(cands)) -> tuple[Verdict, float]:
+            emit({"event": "candidate", "round": rnd, "index": i, "of": n, "description": cand.description,
                   "proposer": cand.proposer})  # fmt: skip
             c0 = time.monotonic()
-            label = f"round {rnd}, candidate {i + 1}/{len(cands)} ({cand.description})"
+            label = f"round {rnd}, candidate {i + 1}/{n} ({cand.description})"
             try:
-                v = verify(path, champion, cand.text, entry, runner, opts.verify, env, cancel,
-                           lambda m, p, label=label: say(f"{label}: {m}", p))  # type: ignore[misc]
+                v = verify(path, base, cand.text, entry, runner, opts.verify, env, cancel,
+                           lambda msg, pct: say(f"{label}: {msg}", pct))
             except VerifyError as exc:
                 v = Verdict("error", False, str(exc), entry)
+            return v, time.monotonic() - c0
+
+        # Candidates build in parallel; their GPU steps serialise on the runner's GPU lock.
+        with ThreadPoolExecutor(max_workers=max(1, min(len(cands), opts.parallel))) as pool:
+            futures = [pool.submit(check, i, cand) for i, cand in enumerate(cands)]
+            outcomes = [f.result() for f in futures]
+        for i, (cand, (v, secs)) in enumerate(zip(cands, outcomes, strict=True)):
             rec = CandidateRecord(rnd, i, cand.key, cand.description, cand.proposer, cand.rules, cand.predicted_gain_pct,
-                                  v.kind, v.message, v.speedup, time.monotonic() - c0)  # fmt: skip
+                                  v.kind, v.message, v.speedup, secs)  # fmt: skip
             records.append(rec)
             cdir = bundle / "candidates" / f"r{rnd}-{i}-{cand.key}"
             cdir.mkdir(parents=True, exist_ok=True)
