@@ -393,5 +393,7 @@ def match_kernel(mangled: str, name: str) -> bool:
     """Does the mangled (or extern "C") symbol ``mangled`` belong to the source function ``name``?"""
     if mangled == name:
         return True
+    if name not in mangled:  # cheap pre-check: files with thousands of kernels match K x R pairs
+        return False
     # The Itanium ABI writes each name component as <length><identifier>; the length pins the match.
     return mangled.startswith("_Z") and re.search(rf"(?<!\d){len(name)}{re.escape(name)}", mangled) is not None

@@ -74,12 +74,12 @@ def get(namespace: str, key: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def put(namespace: str, key: str, value: dict[str, Any]) -> None:
+def put(namespace: str, key: str, value: dict[str, Any], expire_s: float | None = None) -> None:
     c = _cache()
     if c is None:
         return
     with contextlib.suppress(Exception):
-        c.set(f"{namespace}:{key}", json.dumps(value))
+        c.set(f"{namespace}:{key}", json.dumps(value), expire=expire_s)
 
 
 def clear() -> None:

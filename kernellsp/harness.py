@@ -634,12 +634,17 @@ def _c_scalar(v: int | float | bool) -> str:
 
 
 def generate_harness(plan: HarnessPlan, source_path: str) -> str:
-    """The harness C++ text for ``plan``; it ``#include``s ``source_path`` (made absolute).
+    """The harness C++ text for ``plan``; it ``#include``s ``source_path``.
 
-    The text is deterministic (same plan and path, same bytes), so it can be hashed and frozen.
-    Write it to a ``.cu`` file and build it with :func:`harness_compile_command`.
+    ``source_path`` is written as given: an absolute path, or a path relative to the directory that
+    will hold the generated ``.cu`` file (``#include "..."`` looks there first), which is what a
+    runner that uploads ``harness.cu`` next to ``src/kernel.cu`` needs. It is never resolved
+    against this process's working directory. The text is deterministic (same plan and path, same
+    bytes), so it can be hashed and frozen. Build it with :func:`harness_compile_command`.
     """
-    src = str(Path(source_path).resolve())
+    src = Path(source_path).as_posix()
+    if not str(source_path).strip() or src == "." or str(source_path).endswith("/"):
+        raise HarnessError(f"{source_path!r} does not name a source file")
     if any(c in src for c in '"\n\r'):
         raise HarnessError(
             f"the source path {src!r} contains a quote or a newline; the harness cannot #include it"
@@ -1146,6 +1151,7 @@ class HarnessResult:
     mode: str | None
     entry: str
     entry_kind: str
+    source: str
     shape: int | None
     seed: int
     poison: str
@@ -1292,6 +1298,7 @@ def read_result(out_dir: str | Path) -> HarnessResult:
             mode=data.get("mode"),
             entry=data.get("entry", ""),
             entry_kind=data.get("entry_kind", ""),
+            source=data.get("source", ""),
             shape=data.get("shape"),
             seed=int(data.get("seed") or 0),
             poison=data.get("poison", "nan"),

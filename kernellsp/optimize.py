@@ -74,6 +74,8 @@ class CandidateRecord:
     message: str
     speedup_vs_champion: float | None
     seconds: float
+    baseline_ms: float | None = None
+    candidate_ms: float | None = None
 
 
 @dataclass
@@ -265,7 +267,9 @@ def optimize(
             outcomes = [f.result() for f in futures]
         for i, (cand, (v, secs)) in enumerate(zip(cands, outcomes, strict=True)):
             rec = CandidateRecord(rnd, i, cand.key, cand.description, cand.proposer, cand.rules, cand.predicted_gain_pct,
-                                  v.kind, v.message, v.speedup, secs)  # fmt: skip
+                                  v.kind, v.message, v.speedup, secs,
+                                  v.stats["baseline_median_ms"] if v.stats else None,
+                                  v.stats["candidate_median_ms"] if v.stats else None)  # fmt: skip
             records.append(rec)
             cdir = bundle / "candidates" / f"r{rnd}-{i}-{cand.key}"
             cdir.mkdir(parents=True, exist_ok=True)

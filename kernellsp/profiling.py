@@ -132,8 +132,27 @@ class ProfileOutcome:
 # Environment
 
 
-def runner_environment(runner: Runner, timeout_s: float = 60.0) -> dict[str, Any]:
-    """GPU name, driver, clocks and ncu/nvcc versions on the runner host (recorded with every profile)."""
+#: How long the runner's identity (GPU, driver, tool versions) is reused before it is asked again.
+ENV_TTL_S = 300.0
+
+
+def runner_environment(runner: Runner, timeout_s: float = 60.0, use_cache: bool = True) -> dict[str, Any]:
+    """GPU name, driver, clocks and ncu/nvcc versions on the runner host (recorded with every profile).
+
+    Cached for :data:`ENV_TTL_S` seconds per runner: asking costs three tool starts (about a second).
+    """
+    key = cache.digest("env", runner.name)
+    if use_cache:
+        hit = cache.get("env", key)
+        if hit is not None:
+            return hit
+    env = _query_environment(runner, timeout_s)
+    if use_cache:
+        cache.put("env", key, env, expire_s=ENV_TTL_S)
+    return env
+
+
+def _query_environment(runner: Runner, timeout_s: float) -> dict[str, Any]:
     env: dict[str, Any] = {"runner": runner.name}
     wd = runner.new_workdir()
     try:
@@ -293,7 +312,7 @@ def bottleneck(d: dict[str, Any]) -> str:
         dram, l2, l1 = d.get("dram_pct", 0), d.get("l2_pct", 0), d.get("l1_pct", 0)
         # L2 throughput includes the DRAM traffic that passes through it: DRAM wins unless L2 is clearly higher
         # (the same thresholds as KL501-KL503).
-        if dram >= 60 and dram >= l2 - 10:
+        if dram >= 60 and l2 - dram < 25:
             return "memory-bound (DRAM)"
         return "memory-bound (L2)" if l2 >= l1 - 10 else "memory-bound (L1)"
     pipe = d.get("top_pipe")
@@ -423,6 +442,7 @@ def profile_file(
         raise ProfileError(f"{path.name}: nothing to profile: no valid launch spec and no main(); {hint}", "no_spec")
     report_progress("querying the GPU", 2)
     env = environment or runner_environment(runner)
+    phases: dict[str, float] = {"environment_s": time.monotonic() - t0}
     key = cache.digest(
         PROFILE_VERSION, text, *(spec.spec_to_toml(b.spec, True) for b in valid), opts.arch,
         " ".join(opts.sections), str(opts.deep), opts.deep_set, str(opts.seed), str(opts.shape),
@@ -470,14 +490,22 @@ def profile_file(
         if not jobs:
             raise ProfileError(f"{path.name}: no entry could be profiled: " + "; ".join(notes), "no_spec")
         runner.put(files, wd)
+        phases["prepare_s"] = time.monotonic() - t0
+        src_digest = cache.digest(*(f"{k}\0{v.decode('utf-8', 'replace')}" for k, v in sorted(files.items())))
         for i, (entry, build_argv, run_argv) in enumerate(jobs):
             label = entry or "program"
             report_progress(f"building {label}", 5 + 90 * i / len(jobs))
-            res = runner.run(build_argv, wd, opts.build_timeout_s, cancel)
+            tb = time.monotonic()
+            exe = build_argv[build_argv.index("-o") + 1]
+            bkey = cache.digest("bin", src_digest, " ".join(build_argv), str(env.get("nvcc_version")))
+            res = runner.cached_build(bkey, build_argv, exe, wd, opts.build_timeout_s, cancel)
+            phases[f"build_{label}_s"] = time.monotonic() - tb
             if res.returncode != 0:
                 raise ProfileError(f"building {label} for profiling failed: {_tail(res.output, 6)}", "build")
             report_progress(f"profiling {label} with ncu", 5 + 90 * (i + 0.5) / len(jobs))
+            tn = time.monotonic()
             res = runner.run(run_argv, wd, opts.timeout_s, cancel, gpu_lock=True)
+            phases[f"ncu_{label}_s"] = time.monotonic() - tn
             out_name = run_argv[run_argv.index("--export") + 1] + ".ncu-rep"
             fetched = runner.get(wd, [out_name, "ncu.log"], local_tmp / label)
             log = ""
@@ -500,9 +528,11 @@ def profile_file(
         summaries: list[KernelSummary] = []
         specs_by_entry = {b.entry: b for b in valid}
         saved: list[str] = []
+        tr = time.monotonic()
         for label, rep in reports:
             try:
-                report = load_report(rep)
+                # SASS text is not needed by the rules; disassembling it costs about a second.
+                report = load_report(rep, sass=False)
             except ReportError as exc:
                 raise ProfileError(f"cannot read the ncu report of {label}: {exc}", "report") from None
             for kp in report.kernels:
@@ -517,6 +547,8 @@ def profile_file(
                 dest = opts.save_report_dir / f"{path.stem}.{label}.ncu-rep"
                 shutil.copy2(rep, dest)
                 saved.append(str(dest))
+        phases["read_and_rules_s"] = time.monotonic() - tr
+        env = {**env, "phases": phases}
         findings.sort(key=lambda f: (-f.impact, f.range.start_line, f.code))
         outcome = ProfileOutcome(path=str(path), findings=findings, kernels=summaries, environment=env,
                                  notes=notes, wall_s=time.monotonic() - t0, reports=saved)  # fmt: skip

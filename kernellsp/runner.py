@@ -132,6 +132,26 @@ class Runner(ABC):
     def cleanup(self, workdir: str) -> None:
         """Remove a scratch directory."""
 
+    def cached_build(self, key: str, argv: list[str], out_rel: str, workdir: str, timeout_s: float,
+                     cancel: threading.Event | None = None) -> RunResult:  # fmt: skip
+        """Run the build ``argv`` unless a binary with this content ``key`` was built before on this host.
+
+        The cache lives on the runner host (``<scratch root>/kernellsp-bin/<key>``), so an unchanged
+        baseline harness is compiled once per host, not once per candidate.
+        """
+        if self._bin_cache_get(key, out_rel, workdir):
+            return RunResult(0, "", f"(cached build {key})", 0.0)
+        res = self.run(argv, workdir, timeout_s, cancel)
+        if res.returncode == 0:
+            self._bin_cache_put(key, out_rel, workdir)
+        return res
+
+    def _bin_cache_get(self, key: str, out_rel: str, workdir: str) -> bool:
+        return False
+
+    def _bin_cache_put(self, key: str, out_rel: str, workdir: str) -> None:
+        return None
+
     def require(self, tool: str) -> str:
         path = self.which(tool)
         if path is None:
@@ -237,6 +257,29 @@ class LocalRunner(Runner):
         from kernellsp import toolchain
 
         return toolchain.find_tool(tool)
+
+    def _bin_dir(self) -> Path:
+        from kernellsp.cache import cache_dir
+
+        return cache_dir() / "bin"
+
+    def _bin_cache_get(self, key: str, out_rel: str, workdir: str) -> bool:
+        src = self._bin_dir() / key
+        if not src.is_file():
+            return False
+        dest = Path(workdir) / out_rel
+        shutil.copy2(src, dest)
+        return True
+
+    def _bin_cache_put(self, key: str, out_rel: str, workdir: str) -> None:
+        try:
+            d = self._bin_dir()
+            d.mkdir(parents=True, exist_ok=True)
+            tmp = d / f".{key}.{uuid.uuid4().hex[:6]}"
+            shutil.copy2(Path(workdir) / out_rel, tmp)
+            tmp.replace(d / key)
+        except OSError:
+            pass
 
     def cleanup(self, workdir: str) -> None:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -404,6 +447,15 @@ class SshRunner(Runner):
             path = res.stdout.decode().strip()
             self._which_cache[tool] = path if res.returncode == 0 and path else None
         return self._which_cache[tool]
+
+    def _bin_cache_get(self, key: str, out_rel: str, workdir: str) -> bool:
+        src = f"{self.root()}/bin/{key}"
+        res = self._ssh(f"test -f {shlex.quote(src)} && cp -p {shlex.quote(src)} {shlex.quote(workdir + '/' + out_rel)}", 60)
+        return res.returncode == 0
+
+    def _bin_cache_put(self, key: str, out_rel: str, workdir: str) -> None:
+        d = f"{self.root()}/bin"
+        self._ssh(f"mkdir -p {shlex.quote(d)} && cp -p {shlex.quote(workdir + '/' + out_rel)} {shlex.quote(d + '/' + key)}", 60)
 
     def cleanup(self, workdir: str) -> None:
         if workdir.startswith(self.root() + "/job-"):

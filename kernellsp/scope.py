@@ -9,7 +9,10 @@ A candidate may change only
 
 Everything else — includes, macros, host code, ``main``, other kernels, the rest of every spec — must
 stay byte-identical. Preprocessor directives other than ``#pragma`` inside editable regions are
-refused too: a ``#define`` there would reach the host code and the harness that follow it. This makes
+refused too: a ``#define`` there would reach the host code and the harness that follow it. So are
+function-scope ``static``/``extern`` variables other than ``__shared__`` ones: they live in global
+memory for the whole process, so they could carry a result cache or a "first launch only" flag from
+one launch to the next. This makes
 timing tamper-proof as well, because device code cannot reach host timers, streams or the harness.
 """
 
@@ -108,6 +111,37 @@ def _directive_in(region: bytes) -> str | None:
     return None
 
 
+def _persistent_locals(model: SourceModel, targets: set[str]) -> list[tuple[str, str, int]]:
+    """Function-scope ``static``/``extern`` variable (not ``__shared__``) inside an editable region.
+
+    Such a variable lives in global device memory for the whole process, so it survives from one
+    launch to the next: a result cache keyed on pointers or a "skip the work after the first launch"
+    flag, which the harness's per-launch poisoning cannot see for ``inout`` buffers or replayed copies.
+    Returns (declaration text, region label, line) of each.
+    """
+    found: list[tuple[str, str, int]] = []
+    if model.tree is None:
+        return found
+    spans = _editable_spans(model, targets)
+    data = model.text.encode("utf-8", errors="replace")
+    stack = [model.tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "declaration":
+            kids = node.children
+            storage = [c for c in kids if c.type == "storage_class_specifier"
+                       and data[c.start_byte:c.end_byte] in (b"static", b"extern")]  # fmt: skip
+            shared = any(data[c.start_byte:c.end_byte] == b"__shared__" for c in kids)
+            if storage and not shared:
+                for start, end, label in spans:
+                    if start <= node.start_byte and node.end_byte <= end:
+                        text = data[node.start_byte:node.end_byte].decode("utf-8", errors="replace")
+                        found.append((" ".join(text.split())[:80], label, node.start_point[0]))
+                        break
+        stack.extend(node.children)
+    return sorted(found, key=lambda f: f[2])
+
+
 def check_scope(baseline: str, candidate: str, targets: list[str] | set[str], path: str = "<candidate>") -> ScopeResult:
     """Is ``candidate`` a permitted edit of ``baseline`` for the ``targets`` entries?"""
     tset = set(targets)
@@ -144,6 +178,14 @@ def check_scope(baseline: str, candidate: str, targets: list[str] | set[str], pa
         d = _directive_in(region)
         if d is not None:
             return ScopeResult.violation(f"preprocessor directive {d!r} inside an editable region ({label}); only #pragma is allowed")
+    known = {d for d, _, _ in _persistent_locals(bm, tset)}
+    for decl, label, line in _persistent_locals(cm, tset):
+        if decl in known:
+            continue
+        return ScopeResult.violation(
+            f"function-scope static/extern variable in an editable region ({label}): {decl!r}; it lives in global "
+            "memory and persists across launches (a cache or first-launch flag). Use registers, __shared__ "
+            "or a non-static constexpr", line)  # fmt: skip
     # Host-side functions must not have become device functions or vice versa (covered by the skeleton),
     # and a target kernel may not be turned into a host launcher (covered by kind). Now the specs.
     bb = {b.entry: b for b in specmod.specs_from_source(bm)[0]}

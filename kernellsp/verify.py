@@ -113,6 +113,7 @@ class _Session:
         self.local = Path(self.wd) if runner.__class__.__name__ == "LocalRunner" else None
         self.fetch_root: Path | None = None
         self.n = 0
+        self.env: dict[str, Any] = {}
 
     def close(self) -> None:
         self.runner.cleanup(self.wd)
@@ -207,7 +208,11 @@ def verify(
         cplan = harness.plan_harness(cmodel, cspec, entry)
     except harness.HarnessError as exc:
         return _reject("scope_violation", entry, f"the candidate's launch cannot be planned: {exc}")
+    from kernellsp.profiling import runner_environment
+
+    env = environment if environment is not None else runner_environment(runner)
     session = _Session(runner, opts, cancel)
+    session.env = env
     try:
         v = _verify_in(session, path, baseline, candidate, entry, bspec, bplan, cplan, opts, say)
     except RunnerError as exc:
@@ -217,9 +222,7 @@ def verify(
             raise VerifyError(str(exc)) from None
     finally:
         session.close()
-    from kernellsp.profiling import runner_environment
-
-    v.environment = environment if environment is not None else runner_environment(runner)
+    v.environment = env
     v.seconds = time.monotonic() - t0
     return v
 
@@ -249,8 +252,16 @@ def _verify_in(
         "cand": [nvcc if a == "nvcc" else a for a in harness.harness_compile_command(
             "harness_cand.cu", "h_cand", opts.arch, list(cplan.flags))],
     }  # fmt: skip
+    from kernellsp import cache
+
+    def build(who: str) -> Any:
+        own = {k: v for k, v in files.items() if k.startswith(f"{who}/") or k == f"harness_{who}.cu"}
+        key = cache.digest("bin", *(f"{k[len(who) + 1:] if k.startswith(who + '/') else k}\0{v.decode('utf-8', 'replace')}"
+                                    for k, v in sorted(own.items())), " ".join(cmds[who]), str(s.env.get("nvcc_version")))  # fmt: skip
+        return s.runner.cached_build(key, cmds[who], f"h_{who}", s.wd, opts.build_timeout_s, s.cancel)
+
     with ThreadPoolExecutor(max_workers=2) as pool:
-        futs = {k: pool.submit(s.run, c, False, opts.build_timeout_s) for k, c in cmds.items()}
+        futs = {k: pool.submit(build, k) for k in cmds}
         built = {k: f.result() for k, f in futs.items()}
     if built["base"].returncode != 0:
         raise VerifyError(f"the baseline's harness does not build: {_first_line(built['base'].output)}")

@@ -446,6 +446,25 @@ def test_gpu_modes_report_cuda_errors_without_a_gpu(built: dict[str, Built], tmp
 
 @needs_nvcc
 @pytest.mark.slow
+def test_relative_source_path_builds_from_elsewhere(tmp_path: Path) -> None:
+    """The layout runners use: harness.cu next to src/<file>.cu, nvcc started in another directory."""
+    work = tmp_path / "work"
+    (work / "src").mkdir(parents=True)
+    (work / "src" / "vadd.cu").write_text(VADD)
+    plan = _plan_of(VADD, "vadd", str(work / "src" / "vadd.cu"))
+    (work / "harness.cu").write_text(generate_harness(plan, "src/vadd.cu"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    cmd = harness_compile_command(str(work / "harness.cu"), str(work / "h"), "sm_90")
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=elsewhere, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = tmp_path / "o"
+    assert _run(work / "h", "--mode", "inputs", "--out", str(out)).returncode == 0
+    assert read_result(out).source == "src/vadd.cu"
+
+
+@needs_nvcc
+@pytest.mark.slow
 def test_user_main_is_renamed(built: dict[str, Built]) -> None:
     b = built["own_main"]
     assert b.plan.has_main
@@ -469,9 +488,11 @@ def test_generated_text_is_deterministic_and_includes_the_source(tmp_path: Path)
     t1 = generate_harness(plan, str(src))
     t2 = generate_harness(plan, str(src))
     assert t1 == t2
-    assert f'#include "{src.resolve()}"' in t1
+    assert f'#include "{src}"' in t1
     assert "int main(int argc, char** argv) { return kernellsp_h::run(argc, argv); }" in t1
-    assert t1.index("namespace kernellsp_h {") < t1.index(f'#include "{src.resolve()}"')
+    assert t1.index("namespace kernellsp_h {") < t1.index(f'#include "{src}"')
+    # A relative path stays relative: it is resolved from the generated file's directory.
+    assert '#include "src/v.cu"' in generate_harness(plan, "src/v.cu")
     with pytest.raises(HarnessError, match="quote"):
         generate_harness(plan, str(tmp_path / 'bad"name.cu'))
 

@@ -1,12 +1,14 @@
 """Code actions end to end: "Add launch spec for KERNEL" from KL004 and from the cursor."""
 
+# ruff: noqa: F401, F811  (pytest fixtures are imported from test_lsp_support and used as parameters)
+
 from __future__ import annotations
 
 from pathlib import Path
 
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-from test_lsp_support import (  # noqa: F401  (fixtures)
+from test_lsp_support import (  # shared fixtures and helpers
     apply_text_edits,
     change_doc,
     client,

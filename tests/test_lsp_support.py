@@ -129,7 +129,7 @@ async def lsp_session(
         client.set_configuration(configuration, section="kernellsp")
     await client.start_io(sys.executable, "-m", "kernellsp", "serve", env=env or server_env())
     try:
-        await client.initialize_session(
+        client.init_result = await client.initialize_session(  # type: ignore[attr-defined]
             types.InitializeParams(
                 capabilities=client_capabilities(client_name),
                 root_uri=workspace.as_uri(),

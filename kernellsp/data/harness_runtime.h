@@ -10,6 +10,7 @@
 // FNV-1a hash and the output digest in Python, so keep both sides in step.
 
 #include <cuda_runtime.h>
+#include <cuda_profiler_api.h>
 #if KERNELLSP_H_FP16
 #include <cuda_fp16.h>
 #endif
@@ -990,11 +991,16 @@ inline void mode_check(const DeviceFacts&) {
 inline void mode_profile(const DeviceFacts&) {
   std::vector<void*> ptrs = arg_pointers();
   entry_prepare_checked();
-  for (int k = 0; k < 2; ++k) {  // one warm-up launch, then the launch ncu should capture
+  // One warm-up launch, then the launch ncu captures: kernellsp runs ncu with --profile-from-start off,
+  // so only what runs between cudaProfilerStart and cudaProfilerStop is profiled (every kernel a host
+  // launcher starts, exactly once; never the warm-up).
+  for (int k = 0; k < 2; ++k) {
     prepare_launch(false, 0, 1);
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize before the entry");
+    if (k == 1) check(cudaProfilerStart(), "cudaProfilerStart");
     launch_checked(ptrs.data());
     sync_checked();
+    if (k == 1) check(cudaProfilerStop(), "cudaProfilerStop");
   }
 }
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernellsp import compare
 from kernellsp import spec as specmod
 from kernellsp.findings import Finding
 from kernellsp.proposers.base import ProposalContext
@@ -80,6 +81,13 @@ def _fmt_num(v: Any, fmt: str = ".1f") -> str | None:
     return format(v, fmt)
 
 
+def _fmt_share(v: Any) -> str | None:
+    """A fraction (0..1) as a whole percentage."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    return f"{100 * v:.0f}"
+
+
 def _fmt_duration(ns: Any) -> str | None:
     if isinstance(ns, bool) or not isinstance(ns, int | float):
         return None
@@ -134,8 +142,10 @@ def _profile_section(ctx: ProposalContext) -> list[str]:
             v = _fmt_num(kp.get(key))
             if v is not None:
                 facts.append(f"{label} {v}% of peak")
-        metrics = kp.get("metrics") if isinstance(kp.get("metrics"), dict) else {}
-        for key, label in (("achieved_occupancy_pct", "achieved occupancy"), ("occupancy_pct", "occupancy")):
+        raw_metrics = kp.get("metrics")
+        metrics: dict[str, Any] = raw_metrics if isinstance(raw_metrics, dict) else {}
+        for key, label in (("achieved_occupancy_pct", "achieved occupancy"),
+                           ("theoretical_occupancy_pct", "theoretical occupancy")):
             v = _fmt_num(metrics.get(key), ".0f")
             if v is not None:
                 facts.append(f"{label} {v}%")
@@ -145,8 +155,7 @@ def _profile_section(ctx: ProposalContext) -> list[str]:
             facts.append(f"bottleneck: {bn}")
         out.append(f"- kernel {name}: " + ("; ".join(facts) if facts else "no metrics"))
         stall = metrics.get("dominant_stall")
-        share = _fmt_num(100 * metrics["dominant_stall_share"] if _fmt_num(metrics.get("dominant_stall_share"))
-                         else None, ".0f")  # fmt: skip
+        share = _fmt_share(metrics.get("dominant_stall_share"))
         if stall:
             out.append(f"- dominant warp stall: {stall}" + (f" ({share}% of stall samples)" if share else ""))
         hot = [h for h in kp.get("hot_lines") or [] if isinstance(h, dict)][:MAX_HOT_LINES]
@@ -154,9 +163,9 @@ def _profile_section(ctx: ProposalContext) -> list[str]:
             out.append("- hottest source lines (share of stall samples, dominant stall reason):")
             for h in hot:
                 line = h.get("line")
-                pct = _fmt_num(100 * h["share"], ".0f") if _fmt_num(h.get("share")) else None
+                pct = _fmt_share(h.get("share"))
                 why = h.get("stall")
-                spct = _fmt_num(100 * h["stall_share"], ".0f") if _fmt_num(h.get("stall_share")) else None
+                spct = _fmt_share(h.get("stall_share"))
                 desc = ", ".join(x for x in (f"{pct}%" if pct else None,
                                              f"{why}" + (f" {spct}%" if spct else "") if why else None) if x)  # fmt: skip
                 text = _line_text(ctx, line) if isinstance(line, int) else None
@@ -271,13 +280,21 @@ def build_messages(ctx: ProposalContext, rules: RuleSet, k: int) -> list[dict[st
     names = list(spec.sizes) + [t for t in spec.tunables if t not in spec.sizes]
     spec_part = "## Launch spec (TOML)\n" + _fence("toml", spec_text)
     notes = []
-    if names:
+    if fn is not None and fn.kind != "global":
+        notes.append(f'{ctx.entry} launches its own kernels: keep "launch": null.')
+    elif ctx.spec.block is None:
+        notes.append('This spec lives in the workspace settings, which a rewrite cannot change: keep "launch": null.')
+    elif names:
         notes.append(f"Launch expressions may use: {', '.join(names)} (and ceil_div, min, max).")
     if spec.tunables:
         notes.append("Tunables take their first value by default.")
     if spec.tolerance is None:
-        notes.append("No tolerance is declared: outputs are compared with dtype-aware defaults "
-                     "(float re-association only).")  # fmt: skip
+        out_dtypes = sorted({a.dtype for a in spec.args.values()
+                             if a.dir in ("out", "inout") and a.dtype in compare.DEFAULTS})  # fmt: skip
+        tols = ", ".join(f"{d}: rtol {compare.DEFAULTS[d].rtol:g}, norm rtol {compare.DEFAULTS[d].norm_rtol:g}"
+                         for d in out_dtypes)  # fmt: skip
+        notes.append("No tolerance is declared: outputs are compared with the defaults of their dtype"
+                     + (f" ({tols})" if tols else "") + ", which leave room for float re-association only.")
     if notes:
         spec_part += "\n" + " ".join(notes)
     parts.append(spec_part)

@@ -1,0 +1,132 @@
+"""Benchmark: the built-in tuner alone on every sample, through the full verification gate.
+
+Run on a GPU host from the repository root::
+
+    python tests/bench/bench_optimize.py --write [--rounds 2 --candidates 3] [SAMPLE.cu ...]
+
+Per sample it records the baseline time, the best verified time, the speedup (final verdict of the
+champion against the original, with its confidence interval), the share of the DRAM roofline the
+champion reaches, the rounds run and the wall time, and writes tests/bench/results/optimize-<gpu>.md
+(and .json with every candidate's verdict).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from kernellsp.check import CheckOptions, check_text  # noqa: E402
+from kernellsp.optimize import OptimizeOptions, optimize  # noqa: E402
+from kernellsp.profiling import runner_environment  # noqa: E402
+from kernellsp.proposers.tuner import Tuner  # noqa: E402
+from kernellsp.rules import load_rules  # noqa: E402
+from kernellsp.runner import LocalRunner  # noqa: E402
+from kernellsp.source import parse_source  # noqa: E402
+from kernellsp.spec import specs_from_source  # noqa: E402
+from kernellsp.verify import VerifyOptions  # noqa: E402
+
+RESULTS = ROOT / "tests" / "bench" / "results"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--write", action="store_true")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--candidates", type=int, default=3)
+    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("samples", nargs="*")
+    args = ap.parse_args()
+    files = [ROOT / "samples" / s for s in args.samples] if args.samples else sorted((ROOT / "samples").glob("*.cu"))
+    runner = LocalRunner()
+    env = runner_environment(runner)
+    rules = load_rules(None)
+    work = Path(tempfile.mkdtemp(prefix="kernellsp-bench-opt-"))
+    (work / "kernellsp.toml").write_text("")
+    rows = []
+    for src in files:
+        path = work / src.name
+        text = src.read_text()
+        path.write_text(text)
+        entry = specs_from_source(parse_source(text, str(path)))[0][0].entry
+        findings = check_text(path, text, CheckOptions(), rules).findings
+        t0 = time.monotonic()
+        try:
+            res = optimize(path, text, entry, runner, [Tuner()],
+                           OptimizeOptions(rounds=args.rounds, candidates=args.candidates,
+                                           verify=VerifyOptions(seeds=args.seeds, rounds=4, reps=10)),
+                           findings=findings, environment=env)  # fmt: skip
+        except Exception as exc:  # a benchmark row, not a crash of the whole table
+            rows.append({"sample": src.name, "entry": entry, "error": f"{type(exc).__name__}: {exc}",
+                         "wall_s": time.monotonic() - t0})  # fmt: skip
+            print(f"{src.name}: ERROR {exc}", flush=True)
+            continue
+        final = res.final
+        stats = final.stats if final is not None and final.stats else None
+        row = {
+            "sample": src.name, "entry": entry, "accepted": res.accepted,
+            "final_verdict": final.kind if final else None, "final_message": final.message if final else res.stop_reason,
+            "baseline_ms": stats["baseline_median_ms"] if stats else next(
+                (c.baseline_ms for c in res.candidates if c.round == 1 and c.baseline_ms), None),
+            "best_ms": stats["candidate_median_ms"] if stats and res.accepted else None,
+            "speedup": stats["speedup"] if stats and res.accepted else 1.0,
+            "ci": [stats["ci_low"], stats["ci_high"]] if stats else None,
+            "roofline_pct": (final.details.get("candidate_pct_of_roofline") if res.accepted else
+                             final.details.get("baseline_pct_of_roofline")) if final else None,
+            "rounds": res.rounds_run, "stop": res.stop_reason, "wall_s": res.wall_s,
+            "winner": next((c.description for c in reversed(res.candidates) if c.verdict == "accepted"), None)
+            if res.accepted else None,
+            "candidates": [{"round": c.round, "description": c.description, "verdict": c.verdict,
+                            "speedup": c.speedup_vs_champion, "message": c.message[:200]} for c in res.candidates],
+        }  # fmt: skip
+        rows.append(row)
+        print(f"{src.name}: {row['final_verdict']} speedup {row['speedup']:.3f} ({row['stop']}, {row['wall_s']:.0f} s)",
+              flush=True)  # fmt: skip
+    gpu = env.get("gpu", "?")
+    table = render(rows, env, args)
+    print(table)
+    if args.write:
+        slug = "h100" if "H100" in gpu else "h200" if "H200" in gpu else gpu.lower().replace(" ", "-")
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / f"optimize-{slug}.md").write_text(table)
+        (RESULTS / f"optimize-{slug}.json").write_text(json.dumps({"environment": env, "rows": rows}, indent=1,
+                                                                  default=str) + "\n")  # fmt: skip
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def render(rows: list[dict], env: dict, args: argparse.Namespace) -> str:
+    lines = [
+        f"# `kernellsp optimize` with the built-in tuner only ({env.get('gpu', '?')})",
+        "",
+        f"GPU {env.get('gpu')}, driver {env.get('driver')}, nvcc {env.get('nvcc_version')}, ncu {env.get('ncu_version')}. "
+        f"Tuner only (no LLM), {args.rounds} rounds × {args.candidates} candidates, {args.seeds} seeds per round, "
+        "then the champion is re-verified against the original (every shape, sanitizer, 4 A/B timing rounds × 10 reps). "
+        "Times are CUDA-event medians of the harness (L2 flushed, fresh inputs per repetition), not ncu durations.",
+        "",
+        "| sample | entry | baseline (ms) | best verified (ms) | speedup [95% CI] | % of DRAM roofline | winner | rounds | wall (s) |",
+        "|---|---|---:|---:|---|---:|---|---:|---:|",
+    ]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['sample']} | {r['entry']} | | | error: {r['error'][:100]} | | | | {r['wall_s']:.0f} |")
+            continue
+        ci = f" [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]" if r["ci"] and r["accepted"] else ""
+        roof = f"{r['roofline_pct']:.0f}" if r["roofline_pct"] is not None else "n/a"
+        base = f"{r['baseline_ms']:.4f}" if r["baseline_ms"] else "n/a"
+        best = f"{r['best_ms']:.4f}" if r["best_ms"] else "n/a"
+        lines.append(f"| {r['sample']} | {r['entry']} | {base} | {best} | {r['speedup']:.3f}{ci} | {roof} | "
+                     f"{r['winner'] or '(none: ' + str(r['final_verdict'] or r['stop']) + ')'} | {r['rounds']} | {r['wall_s']:.0f} |")  # fmt: skip
+    lines += ["", "Every candidate's verdict is in the .json next to this file.", ""]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

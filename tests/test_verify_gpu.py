@@ -1,0 +1,90 @@
+"""GPU tests for the verification gate and the loop: A/A never wins, a real win is accepted and replays.
+
+Run with ``pytest -m gpu`` on a GPU host. The A/A study writes tests/bench/results/aa-<gpu>.json.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernellsp.optimize import OptimizeOptions, apply_result, optimize, replay, revert
+from kernellsp.profiling import runner_environment
+from kernellsp.proposers.tuner import Tuner
+from kernellsp.runner import LocalRunner
+from kernellsp.verify import VerifyOptions, verify
+
+pytestmark = pytest.mark.gpu
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "tests" / "bench" / "results"
+
+
+@pytest.fixture(scope="module")
+def runner() -> LocalRunner:
+    if shutil.which("nvidia-smi") is None or shutil.which("compute-sanitizer") is None:
+        pytest.skip("needs an NVIDIA GPU with compute-sanitizer")
+    return LocalRunner()
+
+
+@pytest.fixture(scope="module")
+def env(runner: LocalRunner) -> dict:
+    return runner_environment(runner)
+
+
+def _gpu_slug() -> str:
+    name = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                          text=True).stdout.strip()  # fmt: skip
+    return "h100" if "H100" in name else "h200" if "H200" in name else name.lower().replace(" ", "-")
+
+
+def test_twenty_aa_comparisons_accept_nothing(runner: LocalRunner, env: dict) -> None:
+    """The same kernel against itself, 20 times, alternating A B A B: the gate must never accept."""
+    rows = []
+    for name in ("vector_add.cu", "transpose_naive.cu", "softmax_row.cu", "reduce_atomic.cu"):
+        path = ROOT / "samples" / name
+        text = path.read_text()
+        entry = {"vector_add.cu": "vector_add", "transpose_naive.cu": "transpose_naive",
+                 "softmax_row.cu": "softmax_row", "reduce_atomic.cu": "reduce_atomic"}[name]  # fmt: skip
+        for i in range(5):
+            v = verify(path, text, text, entry, runner, VerifyOptions(timing_only=True, rounds=5, reps=10), env)
+            rows.append({"sample": name, "i": i, "kind": v.kind, "speedup": v.stats["speedup"],
+                         "ci_low": v.stats["ci_low"], "ci_high": v.stats["ci_high"],
+                         "baseline_ms": v.stats["baseline_median_ms"]})  # fmt: skip
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"aa-{_gpu_slug()}.json").write_text(json.dumps({"environment": env, "comparisons": rows}, indent=1) + "\n")
+    assert len(rows) == 20
+    assert not [r for r in rows if r["kind"] == "accepted"], rows
+
+
+def test_float_literal_fix_is_accepted_replayed_applied_and_reverted(runner: LocalRunner, env: dict,
+                                                                      tmp_path: Path) -> None:  # fmt: skip
+    src = ROOT / "samples" / "softmax_row.cu"
+    work = tmp_path / "ws"
+    work.mkdir()
+    (work / "kernellsp.toml").write_text("")
+    path = work / "softmax_row.cu"
+    text = src.read_text()
+    path.write_text(text)
+    result = optimize(path, text, "softmax_row", runner, [Tuner()],
+                      OptimizeOptions(rounds=1, candidates=2, verify=VerifyOptions(seeds=2, rounds=4, reps=10)),
+                      environment=env)  # fmt: skip
+    assert result.accepted, (result.final.kind if result.final else None, result.stop_reason,
+                             [(c.description, c.verdict, c.message) for c in result.candidates])  # fmt: skip
+    assert result.speedup and result.speedup > 1.02
+    bundle = Path(result.bundle)  # type: ignore[arg-type]
+    assert (bundle / "summary.json").is_file() and (bundle / "final-verdict.json").is_file()
+    v, recorded = replay(bundle, runner, VerifyOptions(seeds=2, rounds=4, reps=10))
+    assert v.kind == recorded["kind"] == "accepted"
+    backup = apply_result(path, result)
+    assert path.read_text() == result.champion_text and backup.read_text() == text
+    revert(path)
+    assert path.read_text() == text
+    # Keep the bundle as a committed fixture for `kernellsp replay` (the CPU test replays its scope gate).
+    dest = ROOT / "tests" / "fixtures" / "bundles" / "softmax_row-tuner"
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(bundle, dest, ignore=shutil.ignore_patterns("candidates"))
