@@ -158,7 +158,8 @@ def _query_environment(runner: Runner, timeout_s: float) -> dict[str, Any]:
     try:
         smi = runner.which("nvidia-smi")
         if smi is None:
-            raise RunnerError("no_gpu", f"nvidia-smi not found on {runner.name}: no NVIDIA driver there")
+            raise RunnerError("no_gpu", f"no GPU on {runner.name}: nvidia-smi not found there, so no NVIDIA driver "
+                                        "(profile on a GPU machine, e.g. with --gpu-host user@gpu-host)")  # fmt: skip
         res = runner.run([smi, "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem",
                           "--format=csv,noheader,nounits"], wd, timeout_s)  # fmt: skip
         if res.returncode != 0 or not res.stdout.strip():
@@ -348,17 +349,20 @@ def profile_findings(report: Any, model: SourceModel, path: str, ruleset: rules.
                      end_line=fn.name_span.end_line, end_col=fn.name_span.end_col)
                if fn is not None else Range(start_line=0, end_line=0))  # fmt: skip
         kfind: list[Finding] = []
-        for rule in kernel_rules:
+        # Kernels defined elsewhere (cuBLAS, a library, another file) get a summary but no findings:
+        # there is no line of this file to put them on.
+        local = fn is not None
+        for rule in kernel_rules if local else []:
             if rules.applies(rule, km):
                 kfind.append(_finding(rule, path, rng, km, kp.name))
-        lines = line_profile_metrics(kp, basename)
+        lines = line_profile_metrics(kp, basename) if local else {}
         for ln, lv in sorted(lines.items()):
             values = {**km, **lv}
             text = model.lines[ln - 1] if 0 < ln <= len(model.lines) else None
             for rule in line_rules:
                 if rules.applies(rule, values):
                     kfind.append(_finding(rule, path, line_range(ln - 1, text), values, kp.name))
-        if ncu_rule is not None:
+        if ncu_rule is not None and local:
             for r in kp.ncu_rules:
                 if r.type not in ("OPT", "WRN"):
                     continue

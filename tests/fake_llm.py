@@ -13,7 +13,7 @@
 * ``slow``: sleeps ``slow_s`` seconds (past the client's timeout), then answers ``good``;
 * ``error``: HTTP 500 with an OpenAI error object;
 * ``usage``: the ``good`` answer reporting ``big_usage`` total tokens;
-* a dict ``{"content": str, "usage": (prompt, completion)}`` for anything else.
+* a dict ``{"content": str, "usage": (prompt, completion), "omit_usage": bool}`` for anything else.
 
 An empty queue answers HTTP 500 "script exhausted", so an unexpected extra call fails loudly.
 ``GET /v1/models`` lists the model. Every request (path, headers, JSON body) is kept in
@@ -201,7 +201,10 @@ class FakeLlm:
                                    "param": None, "code": None}}  # fmt: skip
         if isinstance(beh, dict):
             usage = beh.get("usage") or (prompt_tokens, len(beh["content"]) // 4)
-            return 200, self._completion(body, beh["content"], tuple(usage))  # type: ignore[arg-type]
+            payload = self._completion(body, beh["content"], tuple(usage))
+            if beh.get("omit_usage"):
+                del payload["usage"]
+            return 200, payload
         if beh == "error":
             return 500, {"error": {"message": "The server had an error while processing your request.",
                                    "type": "server_error", "param": None, "code": None}}  # fmt: skip

@@ -460,3 +460,39 @@ def test_unknown_entry_makes_no_call(fake: FakeLlm, ruleset: RuleSet, ctx: Propo
     with pytest.raises(ProposerError, match="no_such_kernel is not defined"):
         _proposer(fake, ruleset).propose(ctx, 4)
     assert fake.requests == []
+
+
+def test_missing_usage_is_estimated(fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext) -> None:
+    fake.script({"content": answer(candidate(GRID_STRIDE, "grid-stride")), "omit_usage": True})
+    prop = _proposer(fake, ruleset)
+    assert len(prop.propose(ctx, 4)) == 1
+    assert prop.calls[0]["usage_estimated"] is True
+    assert prop.tokens_used == prop.calls[0]["total_tokens"] > 500
+
+
+def test_fake_server_speaks_openai(fake: FakeLlm) -> None:
+    import openai
+
+    client = openai.OpenAI(base_url=fake.base_url, api_key="unused", max_retries=0, timeout=5)
+    assert [m.id for m in client.models.list()] == ["fake-cuda-expert"]
+    fake.script("good")
+    resp = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert resp.object == "chat.completion" and resp.choices[0].message.role == "assistant"
+    assert resp.choices[0].finish_reason == "stop" and resp.usage is not None
+    assert resp.usage.total_tokens == resp.usage.prompt_tokens + resp.usage.completion_tokens
+    assert fake.chat_requests[-1]["messages"] == [{"role": "user", "content": "hi"}]
+
+
+def test_later_rounds_quote_the_profiled_original(ruleset: RuleSet, ctx: ProposalContext) -> None:
+    """The loop checks and profiles the original once: its line numbers refer to the original text."""
+    from kernellsp.proposers.base import splice_kernel
+
+    champion = splice_kernel(ctx.text, "vector_add", GRID_STRIDE)
+    model = parse_source(champion, ctx.path)
+    ctx.text, ctx.model, ctx.round = champion, model, 2
+    ctx.spec = next(b for b in specmod.specs_from_source(model)[0] if b.entry == "vector_add")
+    user = build_messages(ctx, ruleset, 2)[1]["content"]
+    assert GRID_STRIDE in user  # the champion is what gets rewritten
+    assert "line 19 (83%, long_scoreboard 91%): `c[i] = a[i] + b[i];`" in user
+    assert "line 15: `__global__ void vector_add(const float* a, const float* b, float* c, int n)`" in user
+    assert "refer to it" in user and "round 2" in user

@@ -11,6 +11,7 @@ import json
 import shlex
 import stat
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -158,7 +159,7 @@ def test_which_and_require_missing_tool(runner: SshRunner, sshd_server: sshd.Ssh
         runner.require("kernellsp-no-such-tool")
     assert ei.value.kind == "no_kernellsp_no_such_tool"
     assert str(ei.value) == f"kernellsp-no-such-tool not found on {sshd_server.target}: install it there"
-    assert runner.which("sh") == "/usr/bin/sh" or runner.which("sh") == "/bin/sh"
+    assert runner.which("sh") in ("/usr/bin/sh", "/bin/sh")
     if runner.which("ncu") is None:
         with pytest.raises(RunnerError) as ei:
             runner.require("ncu")
@@ -299,7 +300,7 @@ def test_connection_is_reused(sshd_server: sshd.SshServer) -> None:
         assert sock.exists() and stat.S_ISSOCK(sock.stat().st_mode), "no ControlMaster socket after the first call"
         after_first = _connections(sshd_server)
         assert after_first - before == 1
-        n = 8
+        n = 5
         t0 = time.monotonic()
         for _ in range(n):
             assert r.run(["true"], wd, 30).returncode == 0
@@ -310,6 +311,7 @@ def test_connection_is_reused(sshd_server: sshd.SshServer) -> None:
             subprocess.run(sshd_server.ssh_argv("true"), check=True, capture_output=True, timeout=30)
         fresh_s = time.monotonic() - t0
         assert _connections(sshd_server) == after_first + n
+        print(f"{n} runs over the shared connection {reused_s:.2f} s, {n} fresh logins {fresh_s:.2f} s")
         assert reused_s < fresh_s, f"{n} runs over the shared connection {reused_s:.2f} s, {n} fresh logins {fresh_s:.2f} s"
         r.cleanup(wd)
     finally:
@@ -333,7 +335,8 @@ def test_runner_environment_without_gpu(runner: SshRunner) -> None:
         runner_environment(runner)
     assert ei.value.kind == "no_gpu"
     msg = str(ei.value)
-    assert msg == f"nvidia-smi not found on {runner.name}: no NVIDIA driver there"
+    assert msg.startswith(f"no GPU on {runner.name}: nvidia-smi not found there")
+    assert "NVIDIA driver" in msg and "--gpu-host" in msg
     assert _jobs(runner) == before  # the scratch dir it made is gone
 
 
@@ -345,13 +348,14 @@ def test_profile_file_without_gpu_says_so(runner: SshRunner) -> None:
     with pytest.raises((ProfileError, RunnerError)) as ei:
         profile_file(path, path.read_text(), runner, ProfileOptions(use_cache=False))
     assert ei.value.kind == "no_gpu"
-    assert "NVIDIA driver" in str(ei.value) and runner.name in str(ei.value)
+    assert str(ei.value).startswith(f"no GPU on {runner.name}: ")
+    assert "Traceback" not in str(ei.value)
     assert _jobs(runner) == before
 
 
 def test_remote_json_round_trip_of_args(runner: SshRunner, workdir: str) -> None:
     """Arguments with quotes, spaces and shell metacharacters reach the program unchanged."""
     args = ["a b", "it's", '"dq"', "$HOME", "`id`", "x;y", "*", ""]
-    res = runner.run(["python3", "-c", "import json, sys; print(json.dumps(sys.argv[1:]))", *args], workdir, 30)
+    res = runner.run([sys.executable, "-c", "import json, sys; print(json.dumps(sys.argv[1:]))", *args], workdir, 30)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) == args

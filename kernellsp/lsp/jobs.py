@@ -304,6 +304,9 @@ class JobManager:
             job.outcome = "done"
             return result
         except asyncio.CancelledError:
+            # However the task was cancelled (a newer job, the user, asyncio.run() winding down at
+            # exit), worker threads must stop too: they only see the event.
+            job.cancel.set()
             job.outcome = "cancelled"
             raise
         except Exception as exc:

@@ -224,7 +224,8 @@ class LlmProposer:
         finish = None
         if choices:
             msg_obj = getattr(choices[0], "message", None)
-            content = getattr(msg_obj, "content", None) or ""
+            raw = getattr(msg_obj, "content", None)
+            content = raw if isinstance(raw, str) else "" if raw is None else str(raw)
             finish = getattr(choices[0], "finish_reason", None)
         usage = getattr(resp, "usage", None)
         prompt_t: Any = getattr(usage, "prompt_tokens", None)

@@ -12,8 +12,10 @@ enforce anyway. The user message carries the evidence for one entry:
 * the rules that fired for this entry, each with its guidance text from ``rules/``;
 * what was already tried and how it fared, with the instruction not to repeat rejected ideas.
 
-``ctx.findings`` and ``ctx.profile`` describe ``ctx.text``: line numbers refer to it. Nothing time-
-or environment-dependent goes into the prompt, so the same context gives the same messages.
+``ctx.findings`` and ``ctx.profile`` describe the original text (the optimize loop checks and profiles
+it once): when the champion ``ctx.text`` differs, quoted lines come from ``ctx.original_text`` and
+the prompt says so. Nothing time- or environment-dependent goes into the prompt, so the same context
+gives the same messages.
 """
 
 from __future__ import annotations
@@ -103,9 +105,13 @@ def _source_of(text: str, fn: Function) -> str:
     return text.encode()[span.start_byte : span.end_byte].decode(errors="replace")
 
 
+def _evolved(ctx: ProposalContext) -> bool:
+    return bool(ctx.original_text) and ctx.text != ctx.original_text
+
+
 def _line_text(ctx: ProposalContext, line1: int) -> str | None:
-    """The stripped text of 1-based ``line1`` of ``ctx.text``."""
-    lines = ctx.model.lines or ctx.text.split("\n")
+    """The stripped text of 1-based ``line1`` of the text the findings and profile describe."""
+    lines = ctx.original_text.split("\n") if _evolved(ctx) else (ctx.model.lines or ctx.text.split("\n"))
     if 0 < line1 <= len(lines):
         return lines[line1 - 1].strip()
     return None
@@ -132,6 +138,8 @@ def _profile_section(ctx: ProposalContext) -> list[str]:
     if not kps:
         return ["## Profile", "No profile is available: judge from the source and the static findings."]
     out = ["## Profile (Nsight Compute)"]
+    if _evolved(ctx):
+        out.append("(measured on the original version; line numbers and quoted lines refer to it)")
     for kp in kps:
         name = kp.get("name") or ctx.entry
         facts = []
@@ -196,6 +204,8 @@ def _rules_section(ctx: ProposalContext, rules: RuleSet, fn: Function | None, he
     if not found:
         return ["## Reported rules", "No rule fired for this kernel."]
     out = ["## Reported rules (kernellsp findings for this kernel)"]
+    if _evolved(ctx):
+        out.append("(found in the original version; line numbers and quoted lines refer to it)")
     for f in found:
         line1 = f.range.start_line + 1
         text = _line_text(ctx, line1)
