@@ -12,8 +12,8 @@ stay byte-identical. Preprocessor directives other than ``#pragma`` inside edita
 refused too: a ``#define`` there would reach the host code and the harness that follow it. So are
 function-scope ``static``/``extern`` variables other than ``__shared__`` ones: they live in global
 memory for the whole process, so they could carry a result cache or a "first launch only" flag from
-one launch to the next. This makes
-timing tamper-proof as well, because device code cannot reach host timers, streams or the harness.
+one launch to the next. This makes timing tamper-proof as well, because device code cannot reach
+host timers, streams or the harness.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kernellsp import rules
+from kernellsp import metrics, rules
 from kernellsp.cli import app
 from kernellsp.rules import Rule, RuleError, load_rule_file, load_rules
 
@@ -54,15 +54,14 @@ def test_bundled_rules_load() -> None:
 def test_every_rule_file_is_complete(path: Path) -> None:
     rule = load_rule_file(path)
     assert path.name.startswith(rule.code + "-"), "file name starts with the rule's code"
-    assert path.stem == f"{rule.code}-{path.stem.split('-', 1)[1]}"
     for fld in ("code", "name", "title", "message", "fix", "guidance", "category"):
         assert getattr(rule, fld).strip(), f"{path.name}: empty {fld}"
     assert len(" ".join(rule.guidance.split())) >= 80, f"{path.name}: guidance should explain, not just name"
     assert rule.origin == str(path)
     assert (rule.when is None) != (rule.emitter is None)
-    # Every metric a conditional rule reads is registered, with a scope that fits the rule.
-    raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    assert raw["code"] == rule.code
+    assert rule.severity.value in ("error", "warning", "info", "hint")
+    # load_rule_file validated every metric name; the rule's own inputs are all registered metrics.
+    assert all(metrics.get(n) is not None for n in rule.metric_names()) or rule.emitter is not None
 
 
 def test_cli_rules_lists_every_rule() -> None:
@@ -71,7 +70,7 @@ def test_cli_rules_lists_every_rule() -> None:
     lines = result.output.strip().splitlines()
     assert len(lines) == len(RULE_FILES)
     kl101 = next(ln for ln in lines if ln.startswith("KL101"))
-    assert kl101.split() [:4] == ["KL101", "warning", "kernel", "static"]
+    assert kl101.split()[:4] == ["KL101", "warning", "kernel", "static"]
     assert "register-spills: Registers spill to local memory" in kl101
     assert any(ln.startswith("KL004  hint") for ln in lines)
 
@@ -119,7 +118,7 @@ def test_cli_rules_show() -> None:
     ],
     ids=["missing-title", "unknown-field", "unknown-metric", "line-metric-in-kernel-rule", "bad-expression",
          "attribute-in-when", "call-in-when", "bad-format-spec", "unknown-placeholder", "short-code", "bad-prefix",
-         "bad-severity", "neither-when-nor-emitter", "bad-scope"],  # fmt: skip
+         "bad-severity", "neither-when-nor-emitter", "bad-scope"],
 )
 def test_malformed_rule_file_names_file_and_field(tmp_path: Path, mutate, field: str, why: str) -> None:  # type: ignore[no-untyped-def]
     path = _write(tmp_path, "KL950-big.toml", mutate(VALID))

@@ -313,6 +313,7 @@ def test_spec_skips_device_helpers_to_bind_to_the_entry() -> None:
     model = parse_source(src)
     bound, issues = spec.specs_from_source(model)
     assert [b.entry for b in bound] == ["k"]
+    assert issues == []
 
 
 # --------------------------------------------------------------------------------------------------
@@ -362,6 +363,7 @@ def test_workspace_bad_toml_and_no_specs(tmp_path: Path) -> None:
     assert spec.load_workspace_specs(tmp_path) == ({}, [], None)
     (tmp_path / "kernellsp.toml").write_text("[kernels.k\n")
     specs, issues, origin = spec.load_workspace_specs(tmp_path)
+    assert origin is not None and origin.endswith("kernellsp.toml")
     assert specs == {} and len(issues) == 1 and "not valid TOML" in issues[0].message
     (tmp_path / "kernellsp.toml").write_text("[kernels]\nk = 3\n")
     specs, issues, _ = spec.load_workspace_specs(tmp_path)

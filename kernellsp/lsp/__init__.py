@@ -14,12 +14,16 @@ Layout:
 
 from __future__ import annotations
 
-from kernellsp.lsp.server import KernelLspServer
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the package stays light: worker processes import kernellsp.lsp.worker only
+    from kernellsp.lsp.server import KernelLspServer
 
 
 def create_server() -> KernelLspServer:
     """A new server with every feature registered."""
     from kernellsp.lsp.features import code_actions, commands, diagnostics, hover, lifecycle, settings
+    from kernellsp.lsp.server import KernelLspServer
 
     server = KernelLspServer()
     for feature in (settings, diagnostics, code_actions, hover, commands, lifecycle):
@@ -27,4 +31,4 @@ def create_server() -> KernelLspServer:
     return server
 
 
-__all__ = ["KernelLspServer", "create_server"]
+__all__ = ["create_server"]

@@ -17,8 +17,10 @@ Every long piece of work (a check after a save, later a profile run or an optimi
 * logs a failing job with its traceback (server log and ``window/logMessage``) and tells the user
   in one ``window/showMessage`` line; the server never goes down with a job;
 * owns a dedicated thread pool (:attr:`JobManager.executor`, used by
-  :meth:`JobManager.run_blocking`) so blocking work never runs in pygls' pool (which also reads
-  stdin) nor in asyncio's default executor.
+  :meth:`JobManager.run_blocking`) for work that mostly waits (child processes, network), so it
+  never runs in pygls' pool (which also reads stdin) nor in asyncio's default executor; and a
+  process pool (:meth:`JobManager.run_in_process`) for CPU-heavy Python work, which in a thread
+  would hold the GIL and stall the event loop.
 
 A job that raises anything while its cancel event is set counts as cancelled, not failed: a
 killed compiler or an interrupted loop is the expected consequence of a cancellation.
@@ -42,6 +44,8 @@ from typing import Any, Protocol, TypeVar
 
 from lsprotocol import types
 from pygls.capabilities import get_capability
+
+from kernellsp.lsp.procpool import ProcessPool
 
 log = logging.getLogger(__name__)
 
@@ -163,13 +167,14 @@ class JobManager:
     """Start, supersede, cancel and account for background jobs (see the module docstring).
 
     Use from the event-loop thread (handlers run there). ``max_workers`` sizes the dedicated
-    executor; it defaults to ``min(4, cpu count)``.
+    thread executor and the process pool; it defaults to ``min(4, cpu count)``.
     """
 
     def __init__(self, server: JobServer, max_workers: int | None = None) -> None:
         self.server = server
         workers = max_workers or max(1, min(4, os.cpu_count() or 1))
         self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kernellsp-job")
+        self.processes = ProcessPool(workers)
         self._current: dict[tuple[str, str], Job] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
@@ -232,6 +237,13 @@ class JobManager:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, functools.partial(fn, *args, **kwargs))
 
+    async def run_in_process(self, fn: Callable[..., T], *args: Any, with_cancel: bool = False, **kwargs: Any) -> T:
+        """Run picklable ``fn`` in a worker process; ``with_cancel`` passes ``cancel=`` (an Event-like flag).
+
+        Cancelling the awaiting task (which :meth:`start`'s cancellation does) sets the flag.
+        """
+        return await self.processes.run(fn, *args, with_cancel=with_cancel, **kwargs)
+
     async def shutdown(self, timeout_s: float = 3.0) -> None:
         """Cancel every job, wait up to ``timeout_s`` for the tasks, stop the executor."""
         self.cancel_all()
@@ -245,6 +257,7 @@ class JobManager:
         self._closed = True
         for j in list(self._current.values()):
             j.cancel.set()
+        self.processes.close()
         self.executor.shutdown(wait=False, cancel_futures=True)
 
     # ---------------------------------------------------------------------------------------------

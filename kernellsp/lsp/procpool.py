@@ -2,11 +2,15 @@
 
 Parsing and analysing a large file is pure Python (and tree-sitter) work that holds the GIL for
 hundreds of milliseconds; in a thread of the server process it would stall the event loop, and
-hover or code actions with it. :class:`ProcessPool` runs such steps in worker processes (``spawn``
-start method: no fork of a threaded server) and gives each call a :class:`CancelFlag` living in
+hover or code actions with it. :class:`ProcessPool` runs such steps in worker processes and gives
+each call a :class:`CancelFlag` living in
 shared memory: the worker polls it like a :class:`threading.Event` (``CheckOptions.cancel``
 accepts it, so nvcc is killed the same way), the server sets it when the awaiting task is
 cancelled or the pool closes. Functions and arguments must be picklable (module-level functions).
+
+Workers come from a ``forkserver`` that has already imported :mod:`kernellsp.lsp.worker` (never a
+fork of the threaded server itself), so a new worker is ready in milliseconds; where there is no
+forkserver (Windows), they are spawned.
 """
 
 from __future__ import annotations
@@ -66,14 +70,22 @@ def _call(slot: int, with_cancel: bool, fn: Callable[..., Any], args: tuple[Any,
 
 
 def _warm() -> None:
-    import kernellsp.check  # noqa: F401  (imports tree-sitter, the rules and the build layer)
+    import kernellsp.lsp.worker  # noqa: F401  (tree-sitter, the rules, the build layer)
+
+
+def _context() -> Any:
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["kernellsp.lsp.worker"])
+        return ctx
+    return multiprocessing.get_context("spawn")
 
 
 class ProcessPool:
     """Worker processes started on first use; ``run`` awaits one call and honours cancellation."""
 
     def __init__(self, max_workers: int) -> None:
-        self._ctx = multiprocessing.get_context("spawn")
+        self._ctx = _context()
         self._max_workers = max_workers
         self._flags: Any = None
         self._executor: ProcessPoolExecutor | None = None

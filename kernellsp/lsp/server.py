@@ -41,8 +41,9 @@ from kernellsp.source import SourceModel, parse_source
 
 log = logging.getLogger(__name__)
 
-#: Documents up to this many characters are re-parsed on demand when the cached check is stale.
-FRESH_PARSE_MAX_CHARS = 200_000
+#: Documents up to this many characters (about 1,000 lines, 50 ms) are re-parsed on the event loop
+#: when the cached check is stale; larger ones use the cached model with versioned edits.
+FRESH_PARSE_MAX_CHARS = 30_000
 #: The same out-of-band error is shown to the user at most once per this many seconds.
 ERROR_MESSAGE_INTERVAL_S = 60.0
 
@@ -55,7 +56,8 @@ class CheckResult:
     version: int | None
     report: FileReport
     rules: RuleSet
-    diagnostics: list[types.Diagnostic]
+    #: The published diagnostics, in wire format (camelCase dicts).
+    diagnostics: list[dict[str, Any]]
     settings: Settings
     seconds: float = 0.0
     finished: float = field(default_factory=time.monotonic)
@@ -96,6 +98,10 @@ class KernelLspProtocol(LanguageServerProtocol):
             return
         super().handle_message(message)
 
+    def notify_raw(self, method: str, params: dict[str, Any]) -> None:
+        """Send a notification whose params are already in wire format (no cattrs pass)."""
+        self._send_data({"jsonrpc": self.VERSION, "method": method, "params": params})
+
 
 def _validation_detail(exc: BaseException | None) -> str:
     if exc is None:
@@ -132,6 +138,20 @@ class KernelLspServer(LanguageServer):
 
     # ---------------------------------------------------------------------------------------------
     # Helpers for the features
+
+    def position_encoding(self) -> str:
+        """The negotiated position encoding: ``utf-8``, ``utf-16`` or ``utf-32``."""
+        enc = self.workspace.position_encoding or types.PositionEncodingKind.Utf16
+        return enc.value if isinstance(enc, types.PositionEncodingKind) else str(enc)
+
+    def publish_raw_diagnostics(self, uri: str, version: int | None, diagnostics: list[dict[str, Any]]) -> None:
+        """Publish diagnostics already in wire format (large files: no per-item conversion here)."""
+        params: dict[str, Any] = {"uri": uri, "diagnostics": diagnostics}
+        if version is not None:
+            params["version"] = version
+        protocol = self.protocol
+        assert isinstance(protocol, KernelLspProtocol)
+        protocol.notify_raw(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, params)
 
     def workspace_root(self) -> Path | None:
         """The workspace root the client opened, if any."""

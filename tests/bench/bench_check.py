@@ -67,8 +67,10 @@ def facts() -> dict[str, str]:
     sys.path.insert(0, str(ROOT))
     from kernellsp import __version__, toolchain
 
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "load average at the end (1, 5, 15 min)": load,
         "kernellsp": __version__,
         "nproc": str(os.cpu_count()),
         "cpu": _cpu_model(),

@@ -19,7 +19,7 @@ from lsprotocol import types
 from pygls.capabilities import get_capability
 
 from kernellsp import spec
-from kernellsp.lsp.convert import SOURCE, RangeMapper
+from kernellsp.lsp.convert import SOURCE
 from kernellsp.lsp.server import KernelLspServer
 from kernellsp.source import Function, SourceModel
 
@@ -88,9 +88,7 @@ def code_actions(ls: KernelLspServer, params: types.CodeActionParams) -> list[ty
     stale = version != doc.version
     if stale and not get_capability(ls.client_capabilities, "workspace.workspace_edit.document_changes", False):
         return None  # a stale model without a versioned edit could insert at the wrong line
-    mapper = RangeMapper(ls.workspace.position_codec, model.lines)
-    start_line, _ = mapper.position_from_client(params.range.start)
-    end_line, _ = mapper.position_from_client(params.range.end)
+    start_line, end_line = params.range.start.line, params.range.end.line
 
     specced = {b.entry for b in spec.specs_from_source(model)[0]}
     wanted: dict[str, list[types.Diagnostic]] = {}

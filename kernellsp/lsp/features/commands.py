@@ -24,8 +24,8 @@ from kernellsp import spec
 from kernellsp.lsp.features.code_actions import eol_of, launch_spec_text_edit, workspace_edit
 from kernellsp.lsp.features.diagnostics import start_check
 from kernellsp.lsp.server import CheckResult, KernelLspServer
+from kernellsp.lsp.worker import parse_document
 from kernellsp.rules import RuleError, load_rules
-from kernellsp.source import parse_source
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ async def add_launch_spec(ls: KernelLspServer, uri: str, kernel: str) -> dict[st
         text = doc.source
     except OSError as exc:
         return {"applied": False, "reason": f"cannot read {uri}: {exc.strerror or exc}"}
-    model = await ls.jobs.run_blocking(parse_source, text, str(ls.document_path(uri)))
+    model = await ls.jobs.run_in_process(parse_document, text, str(ls.document_path(uri)))
     fn = model.function(kernel)
     if fn is None or not fn.is_kernel or not fn.has_body:
         return {"applied": False, "reason": f"no __global__ kernel named {kernel!r} in this document"}

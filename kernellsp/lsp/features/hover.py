@@ -83,8 +83,9 @@ def hover(ls: KernelLspServer, params: types.HoverParams) -> types.Hover | None:
     if res is None or res.model is None:
         return None
     model = res.model
-    mapper = RangeMapper(ls.workspace.position_codec, model.lines)
-    line, col = mapper.position_from_client(params.position)
+    mapper = RangeMapper(ls.position_encoding(), model.lines)
+    line = params.position.line
+    col = mapper.col_from_client(line, params.position.character)
     sections: list[str] = []
     if 0 <= line < len(model.lines):
         w = _word_at(model.lines[line], col)

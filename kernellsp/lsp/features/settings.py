@@ -86,7 +86,8 @@ def initialize(ls: KernelLspServer, params: types.InitializeParams) -> None:
 
 
 async def initialized(ls: KernelLspServer, params: types.InitializedParams) -> None:
-    """Pull the configuration, release waiting checks, register for configuration changes."""
+    """Start a worker process, pull the configuration, release waiting checks, register for changes."""
+    ls.jobs.processes.warm()
     try:
         if await pull_configuration(ls):
             apply_settings(ls)
