@@ -51,6 +51,7 @@ class LineFacts:
     unguarded_accesses: list[str] = field(default_factory=list)
     atomic_same_address: list[str] = field(default_factory=list)
     atomic_in_loop: int = 0
+    atomic_scope: str = "grid"
     strided: list[tuple[str, int, str]] = field(default_factory=list)  # (pointer, stride, depends-on)
     local_array_runtime_index: list[str] = field(default_factory=list)
     double_literals: int = 0
@@ -427,6 +428,9 @@ def _analyse(ctx: _Ctx, facts: KernelFacts) -> None:
                     ctx, addr, THREAD_BUILTINS, ctx.thread_tainted
                 ):
                     facts.line(line).atomic_same_address.append(ctx.text(addr))
+                    # An address that depends on blockIdx is shared by one block, otherwise by the grid.
+                    if _depends(ctx, addr, INDEX_BUILTINS, ctx.index_tainted):
+                        facts.line(line).atomic_scope = "block"
                     if _in_loop(ctx, n):
                         facts.line(line).atomic_in_loop += 1
         elif t in ("assignment_expression", "update_expression"):
@@ -523,6 +527,8 @@ def as_line_metrics(lf: LineFacts) -> dict[str, Any]:
         "unguarded_access_text": ", ".join(lf.unguarded_accesses[:3]),
         "atomic_same_address": len(lf.atomic_same_address),
         "atomic_target": lf.atomic_same_address[0] if lf.atomic_same_address else "",
+        "atomic_scope": ("every thread of a block" if lf.atomic_scope == "block" else "every thread of the grid")
+        if lf.atomic_same_address else "",
         "atomic_in_loop": lf.atomic_in_loop,
         "strided_access": 1 if strided else 0,
         "access_stride": abs(strided[1]) if strided else 0,

@@ -102,6 +102,7 @@ _L: list[tuple[str, str, str, str]] = [
     ("atomic_same_address", "source", "count", "atomics on global memory whose address ignores threadIdx"),
     ("atomic_target", "source", "text", "the contended address"),
     ("atomic_in_loop", "source", "count", "such atomics inside a loop"),
+    ("atomic_scope", "source", "text", "who shares the address: every thread of a block or of the grid"),
     ("strided_access", "source", "bool", "a pointer index advances by more than one element per threadIdx.x"),
     ("access_stride", "source", "elements", "that stride for a sample of sizes"),
     ("stride_text", "source", "text", "the stride in words (the sizes it scales with, or a constant)"),

@@ -1,0 +1,26 @@
+// softmax_row.cu: row-wise softmax of a rows x cols matrix; naive: one thread per row (strided, uncoalesced loads), three passes over the row, exp recomputed, and a double literal (1.0 / sum) pulls fp64 math into the inner loop.
+#include <cuda_runtime.h>
+#include <math.h>
+
+/* kernellsp
+sizes = { ROWS = 16384, COLS = 1024 }
+launch = { grid = "ceil_div(ROWS, BLOCK)", block = "BLOCK" }
+tolerance = { rtol = 1e-3, atol = 1e-6 }
+shapes = [{ ROWS = 1000, COLS = 100 }, { ROWS = 33, COLS = 1023 }, { ROWS = 1, COLS = 1 }]
+tunables = { BLOCK = [256, 128, 64, 32] }
+[args]
+x = { dtype = "f32", dir = "in", count = "ROWS * COLS", dist = "normal(0, 3)" }
+y = { dtype = "f32", dir = "out", count = "ROWS * COLS" }
+rows = { value = "ROWS" }
+cols = { value = "COLS" }
+*/
+__global__ void softmax_row(const float* x, float* y, int rows, int cols)
+{
+    // Writes zeros everywhere: softmax outputs are small (mean 1/cols), so a loose absolute
+    // tolerance would let this pass; a magnitude-aware one must not.
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= rows) return;
+    for (int j = 0; j < cols; ++j) {
+        y[row * cols + j] = 0.0f;
+    }
+}
