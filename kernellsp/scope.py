@@ -130,12 +130,12 @@ def _persistent_locals(model: SourceModel, targets: set[str]) -> list[tuple[str,
         if node.type == "declaration":
             kids = node.children
             storage = [c for c in kids if c.type == "storage_class_specifier"
-                       and data[c.start_byte:c.end_byte] in (b"static", b"extern")]  # fmt: skip
-            shared = any(data[c.start_byte:c.end_byte] == b"__shared__" for c in kids)
+                       and data[c.start_byte : c.end_byte] in (b"static", b"extern")]  # fmt: skip
+            shared = any(data[c.start_byte : c.end_byte] == b"__shared__" for c in kids)
             if storage and not shared:
                 for start, end, label in spans:
                     if start <= node.start_byte and node.end_byte <= end:
-                        text = data[node.start_byte:node.end_byte].decode("utf-8", errors="replace")
+                        text = data[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
                         found.append((" ".join(text.split())[:80], label, node.start_point[0]))
                         break
         stack.extend(node.children)

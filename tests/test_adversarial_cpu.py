@@ -19,13 +19,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import requires_nvcc
 
 from kernellsp import compare, harness, spec
 from kernellsp.scope import check_scope, edit_targets
 from kernellsp.source import parse_source
 from kernellsp.verify import VERDICTS
-
-from conftest import requires_nvcc
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests" / "adversarial"
@@ -83,6 +82,8 @@ def test_manifest_is_well_formed() -> None:
             assert kinds == ["scope_violation"] and c.get("scope_reason"), c["name"]
         else:
             assert "scope_violation" not in kinds, c["name"]
+        assert isinstance(c.get("known_gap", False), bool), c["name"]
+        assert not (c.get("known_gap") and "accepted" in kinds), f"{c['name']}: a known gap is a cheat"
         assert c["candidate"] == f"tests/adversarial/{c['name']}.cu", c["name"]
         assert c["baseline"].startswith("samples/"), c["name"]
 
@@ -139,6 +140,41 @@ def test_gpu_cases_pass_the_scope_gate_and_plan(case: dict[str, Any]) -> None:
     assert plan.entry == case["entry"]
 
 
+_VADD = (REPO / "samples" / "vector_add.cu").read_text()
+_VADD_FIRST = "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+
+
+@pytest.mark.parametrize(
+    ("decl", "ok"),
+    [
+        ("    static float cache[1024];\n", False),
+        ("    static const float* last_a = nullptr;\n", False),
+        ("    static __device__ int flag;\n", False),
+        ("    extern float elsewhere;\n", False),
+        ("    for (int k = 0; k < 1; ++k) { static int inner; }\n", False),
+        ("    static __shared__ float tile[32];\n", True),
+        ("    __shared__ static float tile2[32];\n", True),
+        ("    extern __shared__ float dyn[];\n", True),
+        ("    constexpr int kTile = 32;\n", True),
+        ("    const float half = 0.5f;\n", True),
+    ],
+)
+def test_scope_refuses_function_scope_state_that_outlives_a_launch(decl: str, ok: bool) -> None:
+    """Function-scope statics live in global memory for the whole process: a cache or first-launch flag."""
+    cand = _VADD.replace(_VADD_FIRST, decl + _VADD_FIRST, 1)
+    r = check_scope(_VADD, cand, ["vector_add"])
+    assert r.ok == ok, r.reason
+    if not ok:
+        assert "persists across launches" in r.reason
+
+
+def test_scope_refuses_a_static_inside_a_device_helper() -> None:
+    helper = "__device__ float* scratch()\n{\n    static float buf[256];\n    return buf;\n}\n\n"
+    cand = _VADD.replace("/* kernellsp", helper + "/* kernellsp", 1)
+    r = check_scope(_VADD, cand, ["vector_add"])
+    assert not r.ok and "(device)" in r.reason, r.reason
+
+
 # --------------------------------------------------------------------------------------------------
 # Harness builds with the real nvcc
 
@@ -178,8 +214,8 @@ def test_gpu_cases_compile_as_a_harness(case: dict[str, Any], builds: dict[str, 
 def _bf16(a: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """Round float32 to bfloat16 (nearest even), as round_to_bf16() in the candidates does."""
     u = a.astype(np.float32).view(np.uint32).astype(np.uint64)
-    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
-    return u.astype(np.uint32).view(np.float32)
+    r = (u + np.uint64(0x7FFF) + ((u >> np.uint64(16)) & np.uint64(1))) & np.uint64(0xFFFF0000)
+    return r.astype(np.uint32).view(np.float32)
 
 
 def _tolerance(sample: str, entry: str) -> compare.Tolerance:

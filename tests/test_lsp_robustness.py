@@ -246,3 +246,105 @@ def test_stdout_carries_only_lsp(workspace: Path) -> None:
     assert [m.get("id") for m in msgs if "id" in m] == [1, 2]
     assert msgs[0]["result"]["serverInfo"]["name"] == "kernellsp"
     assert proc.returncode == 0
+
+
+def test_tcp_mode_and_log_file(workspace: Path, tmp_path: Path) -> None:
+    """``serve --tcp`` (for debugging) speaks LSP on a socket and logs to ``--log-file``."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log_file = tmp_path / "server.log"
+    proc = subprocess.Popen([sys.executable, "-m", "kernellsp", "serve", "--tcp", "--port", str(port),
+                             "--log-file", str(log_file)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=server_env())  # fmt: skip
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise
+                time.sleep(0.1)
+        with conn:
+            conn.sendall(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "processId": None, "rootUri": workspace.as_uri(), "capabilities": {}}}))  # fmt: skip
+            buf = b""
+            while b"serverInfo" not in buf:
+                chunk = conn.recv(65536)
+                assert chunk, "connection closed before the initialize response"
+                buf += chunk
+            conn.sendall(_frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+            conn.sendall(_frame({"jsonrpc": "2.0", "method": "exit"}))
+            assert proc.wait(timeout=15) == 0
+        out = proc.stdout.read() if proc.stdout else b""
+        assert out == b""
+        assert f"listening on 127.0.0.1:{port}" in log_file.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d.name))
+    out: set[int] = set()
+    todo = [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            if c not in out:
+                out.add(c)
+                todo.append(c)
+    return out
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in ("Z", "X")
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+def test_killed_server_leaves_no_processes(sig: str, workspace: Path) -> None:
+    """Editors stop servers with SIGTERM (and worse): worker processes must not outlive the server."""
+    import signal
+
+    proc = subprocess.Popen([sys.executable, "-m", "kernellsp", "serve"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=server_env())  # fmt: skip
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "processId": None, "rootUri": workspace.as_uri(), "capabilities": {}}}))  # fmt: skip
+        proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        nospec = workspace / "nospec.cu"
+        proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": nospec.as_uri(), "languageId": "cuda", "version": 1, "text": nospec.read_text()}}}))  # fmt: skip
+        proc.stdin.flush()
+        deadline = time.monotonic() + 20
+        while len(_descendants(proc.pid)) < 2 and time.monotonic() < deadline:  # forkserver + a worker
+            time.sleep(0.05)
+        family = _descendants(proc.pid)
+        assert len(family) >= 2, family
+        os.kill(proc.pid, getattr(signal, sig))
+        rc = proc.wait(timeout=10)
+        assert rc == (0 if sig == "SIGTERM" else -signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while not all(_gone(p) for p in family) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert all(_gone(p) for p in family), [p for p in family if not _gone(p)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -11,9 +11,11 @@ CodeAction/Command decoding workaround for lsprotocol 2025.0.0.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -35,6 +37,7 @@ SAMPLES = ROOT / "samples"
 CLIENTS = ["neovim@v0.11", "visual-studio-code"]
 #: One build cache for the whole test session, never the user's.
 CACHE_DIR = Path(tempfile.mkdtemp(prefix="kernellsp-test-cache-"))
+atexit.register(shutil.rmtree, CACHE_DIR, ignore_errors=True)
 
 TEMPLATED = """#include <cuda_runtime.h>
 

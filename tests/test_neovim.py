@@ -8,6 +8,7 @@ Debian's 0.7 at /usr/bin/nvim when it is installed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -49,11 +50,9 @@ def nvim(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Mon
     try:
         yield n
     finally:
-        try:
+        with contextlib.suppress(Exception):
             n.exec_lua("for _, c in ipairs((vim.lsp.get_clients or vim.lsp.get_active_clients)()) do "
                        "vim.lsp.stop_client(c.id, true) end")  # fmt: skip
-        except Exception:
-            pass
         n.close()
 
 
@@ -129,11 +128,22 @@ return { applied = false, titles = titles }
 
 USER_CODE_ACTION = r"""
 vim.fn.search('void vector_add')  -- the cursor on the kernel, as a user would put it
-vim.lsp.buf.code_action({
-  apply = true,
-  context = { only = { 'quickfix' } },
-  filter = function(a) return a.title == 'Add launch spec for vector_add' end,
-})
+if vim.fn.has('nvim-0.8') == 1 then
+  vim.lsp.buf.code_action({
+    apply = true,
+    context = { only = { 'quickfix' } },
+    filter = function(a) return a.title == 'Add launch spec for vector_add' end,
+  })
+else  -- 0.7: no `apply`; the menu goes through vim.ui.select, where a user picks the entry
+  vim.ui.select = function(items, opts, on_choice)
+    for i, item in ipairs(items) do
+      local action = item[2] or item
+      if action.title == 'Add launch spec for vector_add' then return on_choice(item, i) end
+    end
+    on_choice(nil, nil)
+  end
+  vim.lsp.buf.code_action()
+end
 local buf = vim.api.nvim_get_current_buf()
 return vim.wait(15000, function()
   return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n'):find('/%* kernellsp') ~= nil
@@ -184,8 +194,6 @@ def test_add_launch_spec_with_raw_diagnostics(nvim: object, tmp_path: Path) -> N
 
 
 def test_user_code_action_path(nvim: object, tmp_path: Path) -> None:
-    if not nvim.api.call_function("has", ["nvim-0.8"]):  # type: ignore[attr-defined]
-        pytest.skip("vim.lsp.buf.code_action{apply=true} needs Neovim 0.8")
     cu = _open_nospec(nvim, tmp_path)
     assert nvim.exec_lua(USER_CODE_ACTION), "the code action was not applied"  # type: ignore[attr-defined]
     nvim.command("silent write")  # type: ignore[attr-defined]

@@ -10,7 +10,9 @@ cancelled or the pool closes. Functions and arguments must be picklable (module-
 
 Workers come from a ``forkserver`` that has already imported :mod:`kernellsp.lsp.worker` (never a
 fork of the threaded server itself), so a new worker is ready in milliseconds; where there is no
-forkserver (Windows), they are spawned.
+forkserver (Windows), they are spawned. Each worker watches the server process: if the server dies
+without shutting the pool down (SIGKILL), the worker sets every flag (a running nvcc is killed) and
+exits, and the forkserver follows once no worker is left.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import asyncio
 import functools
 import multiprocessing
 import multiprocessing.sharedctypes
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -58,9 +61,42 @@ class CancelFlag:
         return True
 
 
-def _init_worker(flags: Any) -> None:
+#: How often a worker checks that the server is still there.
+WATCH_INTERVAL_S = 0.5
+
+
+def _alive(pid: int) -> bool:
+    """Is ``pid`` a live process (not gone, not a zombie)?"""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+        return state not in (b"Z", b"X")
+    except FileNotFoundError:
+        return False
+    except (OSError, IndexError):
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _watch_server(server_pid: int) -> None:
+    while _alive(server_pid):
+        time.sleep(WATCH_INTERVAL_S)
+    for i in range(SLOTS):  # the server is gone: stop whatever runs (run_tool kills nvcc) and leave
+        _FLAGS[i] = 1
+    time.sleep(1.0)
+    os._exit(0)
+
+
+def _init_worker(flags: Any, server_pid: int) -> None:
     global _FLAGS
     _FLAGS = flags
+    threading.Thread(target=_watch_server, args=(server_pid,), name="kernellsp-watch", daemon=True).start()
 
 
 def _call(slot: int, with_cancel: bool, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -101,7 +137,7 @@ class ProcessPool:
             self._flags = multiprocessing.sharedctypes.RawArray("b", SLOTS)
             self._executor = ProcessPoolExecutor(
                 max_workers=self._max_workers, mp_context=self._ctx, initializer=_init_worker,
-                initargs=(self._flags,),
+                initargs=(self._flags, os.getpid()),
             )  # fmt: skip
         return self._executor
 

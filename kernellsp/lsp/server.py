@@ -166,7 +166,9 @@ class KernelLspServer(LanguageServer):
         path = to_fs_path(uri)
         if path:
             return Path(path)
-        name = uri.rsplit("/", 1)[-1] or "untitled.cu"
+        name = uri.rsplit("/", 1)[-1].replace(":", "-") or "untitled"
+        if not name.endswith((".cu", ".cuh")):
+            name += ".cu"  # nvcc needs the suffix to compile the buffer as CUDA
         return (self.workspace_root() or Path.cwd()) / name
 
     def notify(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
@@ -243,6 +245,13 @@ class KernelLspServer(LanguageServer):
             self._reporting = False
 
     def shutdown(self) -> None:
-        """Transport ends (exit, stdin closed, TCP peer gone): cancel jobs, then pygls' shutdown."""
+        """Transport ends (exit, stdin closed, SIGTERM, TCP peer gone): cancel jobs, then pygls' shutdown.
+
+        pygls' own pool is stopped without waiting: its stdin reader may block in ``readline``
+        for as long as the client keeps the pipe open (``kernellsp.lsp.main`` exits past it).
+        """
         self.jobs.close()
+        if self._thread_pool is not None:
+            self._thread_pool.shutdown(wait=False, cancel_futures=True)
+            self._thread_pool = None
         super().shutdown()
