@@ -467,7 +467,7 @@ def test_kl403_fires_for_one_global_address(tmp_path: Path, ruleset: RuleSet) ->
     report = check(tmp_path, ruleset, src)
     f = only(report, "KL403")
     assert f.range.start_line == line_of(src, "atomicAdd(y, x[i]);")
-    assert f.message.startswith("atomic on y in total: the address does not depend on the thread")
+    assert f.message.startswith("atomic on y in total: the address does not depend on threadIdx, so every thread of the grid")
 
 
 def test_kl403_silent_for_per_thread_addresses(tmp_path: Path, ruleset: RuleSet) -> None:
