@@ -4,10 +4,13 @@ Layout:
 
 * :mod:`~kernellsp.lsp.server`: the server object, shared state, error and shutdown policy;
 * :mod:`~kernellsp.lsp.jobs`: background jobs (one per URI and kind, cancel-on-newer, progress);
+* :mod:`~kernellsp.lsp.procpool`: worker processes with shared cancel flags, for CPU-heavy steps;
+* :mod:`~kernellsp.lsp.worker`: the steps that run there (check a buffer, parse a buffer);
 * :mod:`~kernellsp.lsp.config`: editor settings (camelCase) → core settings;
 * :mod:`~kernellsp.lsp.convert`: findings → diagnostics, position encodings, rule links;
 * :mod:`~kernellsp.lsp.features`: one module per feature (settings, diagnostics, code actions,
-  hover, commands, lifecycle), each with ``register(server)``.
+  hover, commands, lifecycle), each with ``register(server)``;
+* :mod:`~kernellsp.lsp.main`: logging and transports for ``kernellsp serve``.
 
 ``create_server()`` builds a server with every feature; ``kernellsp serve`` starts it.
 """

@@ -6,6 +6,8 @@
   optimize runs) and its dedicated executor;
 * ``results``: the last published check per document URI (:class:`CheckResult`), from which hover
   and code actions answer without running anything;
+* ``layers``: the published diagnostics per URI and producer (``"check"``, later ``"profile"``),
+  merged into each publication by :meth:`KernelLspServer.publish_layer`;
 * ``settings`` / ``options``: the core :class:`~kernellsp.settings.Settings` and the server's own
   options, replaced atomically when the editor configuration changes.
 
@@ -64,6 +66,7 @@ class CheckResult:
 
     @property
     def model(self) -> SourceModel | None:
+        """The source model the check ran on (without its tree-sitter tree)."""
         return self.report.model
 
 
@@ -80,6 +83,7 @@ class KernelLspProtocol(LanguageServerProtocol):
     """pygls' protocol, plus an ``InvalidParams`` response for requests that do not validate."""
 
     def structure_message(self, data: dict[str, Any]) -> Any:
+        """pygls' decoding; a request that fails validation gets its error response here."""
         try:
             return super().structure_message(data)
         except JsonRpcInvalidParams as exc:
@@ -94,6 +98,7 @@ class KernelLspProtocol(LanguageServerProtocol):
             return _REJECTED
 
     def handle_message(self, message: Any) -> None:
+        """Dispatch, skipping requests already answered by :meth:`structure_message`."""
         if message is _REJECTED:
             return
         super().handle_message(message)
@@ -131,6 +136,8 @@ class KernelLspServer(LanguageServer):
         self.config_section: dict[str, Any] = {}
         #: Set once the first configuration pull finished (checks wait for it, briefly).
         self.settings_ready = asyncio.Event()
+        #: Diagnostics per document and layer (wire format), published merged.
+        self.layers: dict[str, dict[str, list[dict[str, Any]]]] = {}
         self.notes_shown: set[str] = set()
         self._models: dict[str, tuple[int | None, SourceModel]] = {}
         self._error_shown: dict[str, float] = {}
@@ -143,6 +150,13 @@ class KernelLspServer(LanguageServer):
         """The negotiated position encoding: ``utf-8``, ``utf-16`` or ``utf-32``."""
         enc = self.workspace.position_encoding or types.PositionEncodingKind.Utf16
         return enc.value if isinstance(enc, types.PositionEncodingKind) else str(enc)
+
+    def publish_layer(self, uri: str, layer: str, version: int | None, diagnostics: list[dict[str, Any]]) -> None:
+        """Replace one layer of a document's diagnostics (``"check"``; later ``"profile"``...) and
+        publish all layers together, since a publication replaces everything the client shows."""
+        self.layers.setdefault(uri, {})[layer] = diagnostics
+        merged = [d for diags in self.layers[uri].values() for d in diags]
+        self.publish_raw_diagnostics(uri, version, merged)
 
     def publish_raw_diagnostics(self, uri: str, version: int | None, diagnostics: list[dict[str, Any]]) -> None:
         """Publish diagnostics already in wire format (large files: no per-item conversion here)."""
@@ -213,6 +227,7 @@ class KernelLspServer(LanguageServer):
     def forget(self, uri: str) -> None:
         """Drop everything cached for a closed document."""
         self.results.pop(uri, None)
+        self.layers.pop(uri, None)
         self._models.pop(uri, None)
 
     # ---------------------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ def start_check(ls: KernelLspServer, uri: str, delay_s: float = 0.0) -> asyncio.
     path = ls.document_path(uri)
 
     async def job(progress: ProgressReporter, cancel: threading.Event) -> CheckResult:
+        """Wait for the first settings, check in a worker process, publish (unless cancelled)."""
         if not ls.settings_ready.is_set():
             try:
                 await asyncio.wait_for(ls.settings_ready.wait(), SETTINGS_WAIT_S)
@@ -67,7 +68,7 @@ def start_check(ls: KernelLspServer, uri: str, delay_s: float = 0.0) -> asyncio.
         result = CheckResult(uri=uri, version=version, report=outcome.report, rules=outcome.rules,
                              diagnostics=outcome.diagnostics, settings=settings, seconds=outcome.seconds)  # fmt: skip
         ls.results[uri] = result
-        ls.publish_raw_diagnostics(uri, version, outcome.diagnostics)
+        ls.publish_layer(uri, KIND, version, outcome.diagnostics)
         progress.report(f"{len(outcome.diagnostics)} finding(s)", 100)
         return result
 
