@@ -859,6 +859,7 @@ def harness_argv(
     dump_inputs: bool = False,
     fresh_inputs: bool = False,
     device: int | None = None,
+    dump_last: bool = False,
 ) -> list[str]:
     """The argument vector that runs a built harness (a convenience for runners)."""
     argv = [
@@ -882,6 +883,8 @@ def harness_argv(
         argv.append("--dump-inputs")
     if fresh_inputs:
         argv.append("--fresh-inputs")
+    if dump_last:
+        argv.append("--dump-last")
     if device is not None:
         argv += ["--device", str(device)]
     return argv

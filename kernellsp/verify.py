@@ -133,11 +133,12 @@ class _Session:
 
     def harness_run(self, exe: str, mode: str, shape: int, seed: int, poison: str = "nan",
                     reps: int | None = None, warmup: int | None = None, fresh: bool = False,
-                    wrapper: list[str] | None = None) -> tuple[Any, harness.HarnessResult | None, str]:  # fmt: skip
+                    wrapper: list[str] | None = None, dump_last: bool = False,
+                    ) -> tuple[Any, harness.HarnessResult | None, str]:  # fmt: skip
         self.n += 1
         out = f"r{self.n:04d}"
         argv = harness.harness_argv(f"./{exe}", mode, out, shape=shape, seed=seed, reps=reps, warmup=warmup,  # type: ignore[arg-type]
-                                    poison=poison, fresh_inputs=fresh)  # type: ignore[arg-type]  # fmt: skip
+                                    poison=poison, fresh_inputs=fresh, dump_last=dump_last)  # type: ignore[arg-type]  # fmt: skip
         res = self.run([*(wrapper or []), *argv])
         try:
             return res, self.result(out), out
@@ -378,17 +379,22 @@ def _time(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.HarnessP
     # Buffers the baseline itself leaves partly unwritten (kernels that write a sub-range) are not held
     # against the candidate.
     base_partial: set[str] = set()
+    last: dict[str, harness.HarnessResult] = {}
     for r in range(opts.rounds):
         for who in ("base", "cand"):
             say(f"timing round {r + 1}/{opts.rounds}: {'baseline' if who == 'base' else 'candidate'}",
                 75 + 24 * (r + (who == "cand") / 2) / opts.rounds)  # fmt: skip
-            res, out, _ = s.harness_run(f"h_{who}", "time", 0, 100 + r, reps=opts.reps, warmup=opts.warmup, fresh=True)
+            last_round = r == opts.rounds - 1
+            res, out, _ = s.harness_run(f"h_{who}", "time", 0, 100 + r, reps=opts.reps, warmup=opts.warmup, fresh=True,
+                                        dump_last=last_round and not opts.timing_only)  # fmt: skip
             if out is None or not out.ok:
                 msg = out.error if out is not None else _first_line(res.output, 3)
                 if who == "base":
                     raise VerifyError(f"timing the baseline failed: {msg}")
                 return _reject("runtime_error", entry, f"the candidate failed while being timed: {msg}")
             device = device or out.device
+            if last_round and not opts.timing_only:
+                last[who] = out
             ts = out.timings_ms if kernel_entry else out.timings_sync_ms
             raw[who].append({"timings_ms": out.timings_ms, "timings_sync_ms": out.timings_sync_ms})
             rounds[who].append(ts)
@@ -402,6 +408,16 @@ def _time(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.HarnessP
                                            f"{b.name} unwritten in {sum(1 for u in b.rep_unwritten if u)} of "
                                            f"{len(b.rep_unwritten)} repetitions (work skipped or cached across calls)",
                                            buffer=b.name)  # fmt: skip
+    # The last timed launch must still compute the answer: a candidate that does the work once and
+    # skips it on later launches (state kept in shared memory, the heap or an inout buffer) fails here.
+    if "base" in last and "cand" in last:
+        for a in plan.outputs:
+            tol = compare.resolve_tolerance(a.dtype or "f32", bspec.spec.tolerance)
+            mm = compare.compare(a.name, a.dtype or "f32", last["cand"].read_bytes(a.name), last["base"].read_bytes(a.name), tol)
+            if mm is not None:
+                return _reject("mismatch", entry, "after repeated launches during timing the candidate's output is wrong "
+                               f"(work skipped or state kept between launches): {mm.describe()}", buffer=a.name,
+                               index=mm.index, got=mm.got, want=mm.want, phase="timing")  # fmt: skip
     stats = timing.paired_speedup(rounds["base"], rounds["cand"])
     v = Verdict("not_faster", False, "", entry, details=details, stats=stats.to_dict(),
                 timings={"rounds": raw, "kernel_entry": kernel_entry})  # fmt: skip
