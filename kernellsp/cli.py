@@ -140,25 +140,16 @@ def check(
 
 
 def _make_runner(gpu_host: str | None) -> tuple[object | None, str | None]:
-    """The runner for profiling, or ``(None, reason)`` when this host cannot profile."""
-    from kernellsp.profiling import local_gpu_problem
-    from kernellsp.runner import RunnerError, make_runner
+    """The runner for GPU work, or ``(None, reason)`` when this host cannot do it."""
+    from kernellsp.profiling import profiling_runner
     from kernellsp.settings import SettingsError, load_settings
     from kernellsp.spec import find_workspace_root
 
     try:
-        settings = load_settings(find_workspace_root(Path.cwd()))
+        settings = load_settings(find_workspace_root(Path.cwd()), {"gpu_host": gpu_host} if gpu_host else None)
     except SettingsError as exc:
         return None, str(exc)
-    host = gpu_host or settings.gpu_host
-    if not host:
-        problem = local_gpu_problem()
-        if problem is not None:
-            return None, f"no GPU here ({problem}) and no --gpu-host"
-    try:
-        return make_runner(settings.runner, host), None
-    except RunnerError as exc:
-        return None, str(exc)
+    return profiling_runner(settings)
 
 
 def _add_profile_findings(report: object, paths: list[Path], arch: str, gpu_host: str | None, deep: bool,
@@ -240,23 +231,9 @@ def profile_cmd(
     if output_format == OutputFormat.json:
         typer.echo(json.dumps(outcome.to_dict(), indent=2, sort_keys=True, default=str))
         raise typer.Exit(0)
-    env = outcome.environment
-    typer.echo(f"{file}: {env.get('gpu', '?')} (driver {env.get('driver', '?')}, ncu {env.get('ncu_version', '?')}, "
-               f"SM clock under ncu {float(env.get('clocks_under_ncu_hz') or 0) / 1e9:.2f} GHz)"
-               f"{' [cached]' if outcome.cached else ''}; wall {outcome.wall_s:.1f} s")  # fmt: skip
-    for k in outcome.kernels:
-        dur = f"{k.duration_ns / 1000:.1f} us" if k.duration_ns else "?"
-        dram = f"{k.dram_pct:.0f}% of DRAM peak" if k.dram_pct is not None else "DRAM ?"
-        fp32 = f"{k.fp32_pct:.1f}% of FP32 peak" if k.fp32_pct is not None else "FP32 ?"
-        typer.echo(f"\n{k.name}{f' (entry {k.entry})' if k.entry and k.entry != k.name else ''}: {dur}, {dram}, "
-                   f"{fp32}; {k.bottleneck}")  # fmt: skip
-        mine = [f for f in outcome.findings if f.kernel == k.name]
-        for f in mine[:top]:
-            typer.echo(f"  {f.range.start_line + 1:>5}: {f.severity.value} {f.code} {f.message}")
-        if k.hot_lines:
-            hl = ", ".join(f"{h['line']} ({100 * h['share']:.0f}% {h['stall'] or ''})".replace(" )", ")")
-                           for h in k.hot_lines[:5])  # fmt: skip
-            typer.echo(f"  hottest lines: {hl}")
+    from kernellsp.profiling import format_outcome
+
+    typer.echo(format_outcome(outcome, str(file), top))
     for n in outcome.notes:
         err_console.print(f"note: {n}", markup=False)
     if outcome.reports:

@@ -347,25 +347,37 @@ class ApplyError(RuntimeError):
     """The result could not be written; the user's file is untouched."""
 
 
+def side_file(path: Path, text: str) -> Path:
+    """Save a verified result next to ``path`` (``NAME.kernellsp.cu``) when it cannot be applied."""
+    side = path.with_name(path.stem + ".kernellsp" + path.suffix)
+    side.write_text(text)
+    return side
+
+
+def record_backup(path: Path, original: str, written: str, bundle: str | None) -> Path:
+    """Keep ``original`` in ``.kernellsp/backups`` and note what replaced it (for :func:`revert`)."""
+    backups = state_dir(path) / "backups"
+    backups.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    backup = backups / f"{path.name}.{stamp}.bak"
+    backup.write_text(original)
+    index = backups / "index.json"
+    entries = json.loads(index.read_text()) if index.is_file() else []
+    entries.append({"file": str(path.resolve()), "backup": str(backup), "written_hash": _hash(written),
+                    "bundle": bundle, "time": stamp})  # fmt: skip
+    index.write_text(json.dumps(entries, indent=1) + "\n")
+    return backup
+
+
 def apply_result(path: Path, result: OptimizeResult) -> Path:
     """Write the champion to ``path`` if the file still holds the original text; return the backup path."""
     if not result.accepted:
         raise ApplyError("nothing to apply: no candidate passed every gate")
     current = path.read_text(encoding="utf-8")
     if current != result.original_text:
-        side = path.with_name(path.stem + ".kernellsp" + path.suffix)
-        side.write_text(result.champion_text)
+        side = side_file(path, result.champion_text)
         raise ApplyError(f"{path} changed since the run began; the verified result was saved beside it as {side}")
-    backups = state_dir(path) / "backups"
-    backups.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    backup = backups / f"{path.name}.{stamp}.bak"
-    shutil.copy2(path, backup)
-    index = backups / "index.json"
-    entries = json.loads(index.read_text()) if index.is_file() else []
-    entries.append({"file": str(path.resolve()), "backup": str(backup), "written_hash": _hash(result.champion_text),
-                    "bundle": result.bundle, "time": stamp})  # fmt: skip
-    index.write_text(json.dumps(entries, indent=1) + "\n")
+    backup = record_backup(path, current, result.champion_text, result.bundle)
     tmp = path.with_name(path.name + ".kernellsp-tmp")
     tmp.write_text(result.champion_text)
     tmp.replace(path)

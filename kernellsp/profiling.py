@@ -612,3 +612,40 @@ def profile_to_findings_for_check(
             if exc.kind in ("unreachable", "no_gpu", "counters", "no_ncu", "no_nvcc", "profiler"):
                 break
     return outcomes, notes
+
+
+def format_outcome(outcome: ProfileOutcome, label: str, top: int = 5) -> str:
+    """The human report of a profile (the CLI prints it; the editor shows it as "Show profile report")."""
+    env = outcome.environment
+    clock = float(env.get("clocks_under_ncu_hz") or 0) / 1e9
+    out = [f"{label}: {env.get('gpu', '?')} (driver {env.get('driver', '?')}, ncu {env.get('ncu_version', '?')}, "
+           f"SM clock under ncu {clock:.2f} GHz){' [cached]' if outcome.cached else ''}; wall {outcome.wall_s:.1f} s"]  # fmt: skip
+    for k in outcome.kernels:
+        dur = f"{k.duration_ns / 1000:.1f} us" if k.duration_ns else "?"
+        dram = f"{k.dram_pct:.0f}% of DRAM peak" if k.dram_pct is not None else "DRAM ?"
+        fp32 = f"{k.fp32_pct:.1f}% of FP32 peak" if k.fp32_pct is not None else "FP32 ?"
+        entry = f" (entry {k.entry})" if k.entry and k.entry != k.name else ""
+        out.append(f"\n{k.name}{entry}: {dur}, {dram}, {fp32}; {k.bottleneck}")
+        for f in [f for f in outcome.findings if f.kernel == k.name][:top]:
+            out.append(f"  {f.range.start_line + 1:>5}: {f.severity.value} {f.code} {f.message}")
+        if k.hot_lines:
+            hl = ", ".join(f"{h['line']} ({100 * h['share']:.0f}% {h['stall'] or ''})".replace(" )", ")")
+                           for h in k.hot_lines[:5])  # fmt: skip
+            out.append(f"  hottest lines: {hl}")
+    return "\n".join(out)
+
+
+def profiling_runner(settings: Any) -> tuple[Runner | None, str | None]:
+    """The runner the settings ask for, or ``(None, reason)`` when profiling is off or impossible here."""
+    from kernellsp.runner import make_runner
+
+    if settings.runner == "none":
+        return None, "profiling is off (runner = none)"
+    if not settings.gpu_host:
+        problem = local_gpu_problem()
+        if problem is not None:
+            return None, f"no GPU here ({problem}) and no GPU host (--gpu-host or the gpu_host setting)"
+    try:
+        return make_runner(settings.runner, settings.gpu_host), None
+    except RunnerError as exc:
+        return None, str(exc)

@@ -62,7 +62,11 @@ async def test_add_launch_spec_from_kl004(client: LanguageClient, workspace: Pat
     assert not [d for d in pub.diagnostics if d.code == "KL003"]  # the draft spec is valid
     # And the action is no longer offered on the kernel.
     line = next(i for i, t in enumerate(new_text.splitlines()) if "void vector_add(" in t)
-    assert not await client.text_document_code_action_async(_params(uri, line, []))
+    after = await client.text_document_code_action_async(_params(uri, line, []))
+    titles = [a.title for a in after or []]
+    assert not [t for t in titles if t.startswith("Add launch spec")]
+    # ...and, now that it has a spec, the verified-rewrite action is.
+    assert titles == ["Optimize vector_add with verified rewrite"]
 
 
 async def test_offered_on_cursor_without_diagnostic(client: LanguageClient, workspace: Path) -> None:

@@ -25,11 +25,20 @@ if TYPE_CHECKING:  # the package stays light: worker processes import kernellsp.
 
 def create_server() -> KernelLspServer:
     """A new server with every feature registered."""
-    from kernellsp.lsp.features import code_actions, commands, diagnostics, hover, lifecycle, settings
+    from kernellsp.lsp.features import (
+        code_actions,
+        commands,
+        diagnostics,
+        hover,
+        lifecycle,
+        optimize,
+        profile,
+        settings,
+    )
     from kernellsp.lsp.server import KernelLspServer
 
     server = KernelLspServer()
-    for feature in (settings, diagnostics, code_actions, hover, commands, lifecycle):
+    for feature in (settings, diagnostics, code_actions, hover, commands, profile, optimize, lifecycle):
         feature.register(server)
     return server
 

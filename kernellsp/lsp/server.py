@@ -129,6 +129,8 @@ class KernelLspServer(LanguageServer):
         )  # fmt: skip
         self.jobs = JobManager(self)
         self.results: dict[str, CheckResult] = {}
+        #: The last profile (:class:`kernellsp.profiling.ProfileOutcome`) per document.
+        self.profiles: dict[str, Any] = {}
         self.settings = Settings()
         self.options = ServerOptions()
         #: ``initializationOptions`` and the last ``workspace/configuration`` answer (camelCase).
@@ -227,6 +229,7 @@ class KernelLspServer(LanguageServer):
     def forget(self, uri: str) -> None:
         """Drop everything cached for a closed document."""
         self.results.pop(uri, None)
+        self.profiles.pop(uri, None)
         self.layers.pop(uri, None)
         self._models.pop(uri, None)
 

@@ -26,7 +26,7 @@ from kernellsp.source import Function, SourceModel
 log = logging.getLogger(__name__)
 
 MISSING_SPEC_CODE = "KL004"
-KINDS = [types.CodeActionKind.QuickFix]
+KINDS = [types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite]
 
 
 def kind_requested(only: list[str] | None, kind: str) -> bool:
@@ -76,9 +76,13 @@ def _kernel_name(d: types.Diagnostic) -> str | None:
 
 
 def code_actions(ls: KernelLspServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
-    """Offer "Add launch spec for KERNEL" for KL004 diagnostics and spec-less kernels under the cursor."""
+    """Offer "Add launch spec for KERNEL" for KL004 diagnostics and spec-less kernels under the cursor,
+    and "Optimize ENTRY with verified rewrite" for spec'd entries (:mod:`.optimize`)."""
+    from kernellsp.lsp.features.optimize import optimize_actions
+
+    rewrite = optimize_actions(ls, params)
     if not kind_requested(list(params.context.only or []), types.CodeActionKind.QuickFix):
-        return None
+        return rewrite or None
     uri = params.text_document.uri
     found = ls.model_for(uri)
     if found is None:
@@ -87,7 +91,7 @@ def code_actions(ls: KernelLspServer, params: types.CodeActionParams) -> list[ty
     doc = ls.workspace.get_text_document(uri)
     stale = version != doc.version
     if stale and not get_capability(ls.client_capabilities, "workspace.workspace_edit.document_changes", False):
-        return None  # a stale model without a versioned edit could insert at the wrong line
+        return rewrite or None  # a stale model without a versioned edit could insert at the wrong line
     start_line, end_line = params.range.start.line, params.range.end.line
 
     specced = {b.entry for b in spec.specs_from_source(model)[0]}
@@ -121,7 +125,7 @@ def code_actions(ls: KernelLspServer, params: types.CodeActionParams) -> list[ty
             is_preferred=True if preferred and diags else None,
             edit=workspace_edit(ls, uri, version, edit),
         ))  # fmt: skip
-    return actions
+    return actions + rewrite
 
 
 def register(ls: KernelLspServer) -> None:

@@ -6,8 +6,8 @@
 * ``kernellsp.checkFile(uri)``: check the document again now (the same job as a save) and return
   a summary: findings by severity and code, kernels, version, seconds, or ``cancelled``.
 
-Reserved for features that arrive with their implementations (not registered here):
-``kernellsp.optimize`` and ``kernellsp.showProfile``.
+``kernellsp.optimize`` and ``kernellsp.showProfile`` live with their features
+(:mod:`.optimize`, :mod:`.profile`).
 """
 
 from __future__ import annotations

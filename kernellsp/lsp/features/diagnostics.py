@@ -39,8 +39,12 @@ def client_options(ls: KernelLspServer) -> ClientOptions:
     )  # fmt: skip
 
 
-def start_check(ls: KernelLspServer, uri: str, delay_s: float = 0.0) -> asyncio.Task[Any]:
-    """Start (or restart) the check job of ``uri`` on its current buffer text and version."""
+def start_check(ls: KernelLspServer, uri: str, delay_s: float = 0.0, profile: bool = True) -> asyncio.Task[Any]:
+    """Start (or restart) the check job of ``uri`` on its current buffer text and version.
+
+    With ``profile`` (open and save, not edits), a finished check starts the background profile job
+    (:mod:`.profile`) when profiling is possible.
+    """
     doc = ls.workspace.get_text_document(uri)
     version = doc.version
     text = doc.source
@@ -70,6 +74,10 @@ def start_check(ls: KernelLspServer, uri: str, delay_s: float = 0.0) -> asyncio.
         ls.results[uri] = result
         ls.publish_layer(uri, KIND, version, outcome.diagnostics)
         progress.report(f"{len(outcome.diagnostics)} finding(s)", 100)
+        if profile:
+            from kernellsp.lsp.features.profile import maybe_start_profile
+
+            maybe_start_profile(ls, uri, version, text, outcome.report.model)
         return result
 
     return ls.jobs.start(uri, KIND, f"Checking {path.name}", job, delay_s=delay_s)
@@ -103,7 +111,7 @@ async def did_change(ls: KernelLspServer, params: types.DidChangeTextDocumentPar
     uri = params.text_document.uri
     doc = ls.workspace.get_text_document(uri)
     if _is_cuda(ls, uri, doc.language_id):
-        start_check(ls, uri, delay_s=ls.options.debounce_ms / 1000.0)
+        start_check(ls, uri, delay_s=ls.options.debounce_ms / 1000.0, profile=False)
 
 
 async def did_close(ls: KernelLspServer, params: types.DidCloseTextDocumentParams) -> None:

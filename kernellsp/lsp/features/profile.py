@@ -1,0 +1,115 @@
+"""Background profiling: after a check, run the file's spec'd entries under ncu and publish line findings.
+
+When the settings allow it (a local GPU or a ``gpuHost``; ``runner`` not ``none``) and the file has a
+launch spec or a ``main``, each finished check starts a ``"profile"`` job for the document, after a
+short debounce; a newer save restarts it, cancelling the stale run (its ncu process is killed).
+The job runs :func:`kernellsp.profiling.profile_file` in the dedicated executor (it mostly waits on
+nvcc and ncu), reports ``$/progress``, and publishes its findings as the ``"profile"`` layer next
+to the static ones, with the version it started from. Results are cached by content hash, so
+re-saving an unchanged file publishes at once without touching the GPU. ``kernellsp.showProfile``
+returns the last profile as text (the same report as ``kernellsp profile``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Any
+
+from lsprotocol import types
+
+from kernellsp import spec
+from kernellsp.lsp.convert import RangeMapper, diagnostic
+from kernellsp.lsp.jobs import ProgressReporter
+from kernellsp.lsp.server import KernelLspServer
+from kernellsp.profiling import ProfileError, ProfileOptions, format_outcome, profile_file, profiling_runner
+from kernellsp.rules import load_rules
+from kernellsp.runner import Runner, RunnerError
+from kernellsp.source import SourceModel
+
+log = logging.getLogger(__name__)
+
+KIND = "profile"
+SHOW_PROFILE = "kernellsp.showProfile"
+#: Debounce after a check before the GPU is touched (a burst of saves profiles once).
+DELAY_S = 0.5
+
+
+def wants_profile(model: SourceModel | None) -> bool:
+    """Does the checked buffer have something to run (a spec comment block or a ``main``)?"""
+    return model is not None and (bool(model.spec_blocks) or model.has_main)
+
+
+def _runner_for(ls: KernelLspServer) -> tuple[Runner | None, str | None]:
+    """The profiling runner for the current settings, decided once per settings (asking may start nvidia-smi)."""
+    key = (ls.settings.runner, ls.settings.gpu_host)
+    cached = _RUNNERS.get(id(ls))
+    if cached is None or cached[0] != key:
+        cached = (key, *profiling_runner(ls.settings))
+        _RUNNERS[id(ls)] = cached
+    return cached[1], cached[2]
+
+
+_RUNNERS: dict[int, tuple[tuple[str, str | None], Runner | None, str | None]] = {}
+
+
+def maybe_start_profile(ls: KernelLspServer, uri: str, version: int | None, text: str,
+                        model: SourceModel | None) -> asyncio.Task[Any] | None:  # fmt: skip
+    """Start the profile job of ``uri`` when profiling is possible and the file has something to run."""
+    path = ls.document_path(uri)
+    if not wants_profile(model):
+        return None
+    runner, problem = _runner_for(ls)
+    if runner is None:
+        if problem and "runner = none" not in problem:
+            ls.note_once("profile-off", f"kernellsp: background profiling is off: {problem}", types.MessageType.Info)
+        return None
+    settings = ls.settings
+
+    async def job(progress: ProgressReporter, cancel: threading.Event) -> Any:
+        """Profile in the dedicated executor and publish the ``profile`` layer."""
+        root = spec.find_workspace_root(path) if path.parent.is_dir() else ls.workspace_root()
+        ws_specs = spec.load_workspace_specs(root)[0] if root else {}
+        options = ProfileOptions(arch=settings.arch, sections=list(settings.ncu_fast_sections),
+                                 deep_set=settings.ncu_deep_set, timeout_s=settings.profile_timeout_s)  # fmt: skip
+        ruleset = load_rules(root)
+        try:
+            outcome = await ls.jobs.run_blocking(
+                profile_file, path, text, runner, options, ruleset, ws_specs, cancel,
+                lambda m, p: progress.report(m, int(p) if p is not None else None),
+            )  # fmt: skip
+        except (ProfileError, RunnerError) as exc:
+            ls.notify(f"kernellsp: profiling {path.name} failed: {exc}", types.MessageType.Warning)
+            ls.publish_layer(uri, KIND, version, [])
+            return None
+        if cancel.is_set():
+            raise asyncio.CancelledError()
+        doc = ls.workspace.get_text_document(uri)
+        if doc.version != version:
+            return None  # the buffer moved on; the next save profiles again
+        mapper = RangeMapper(ls.position_encoding(), text.split("\n"))
+        from kernellsp.lsp.features.diagnostics import client_options
+
+        opts = client_options(ls)
+        diags = [diagnostic(f, uri, mapper, ruleset, code_description=opts.code_description,
+                            related_information=opts.related_information) for f in outcome.findings]  # fmt: skip
+        ls.profiles[uri] = outcome
+        ls.publish_layer(uri, KIND, version, diags)
+        progress.report(f"{len(diags)} profile finding(s)" + (" (cached)" if outcome.cached else ""), 100)
+        return outcome
+
+    return ls.jobs.start(uri, KIND, f"Profiling {path.name}", job, delay_s=DELAY_S)
+
+
+async def show_profile(ls: KernelLspServer, uri: str) -> str:
+    """``kernellsp.showProfile(uri)``: the last profile of the document as text."""
+    outcome = ls.profiles.get(uri)
+    if outcome is None:
+        return "no profile yet: save the file with a launch spec and a GPU configured (runner, gpuHost)"
+    return format_outcome(outcome, ls.document_path(uri).name)
+
+
+def register(ls: KernelLspServer) -> None:
+    """Register ``kernellsp.showProfile``."""
+    ls.command(SHOW_PROFILE)(show_profile)
