@@ -56,7 +56,12 @@ class OptimizeOptions:
     time_budget_s: float = 1800.0
     #: Candidates verified at once (builds overlap; GPU steps take turns).
     parallel: int = 4
+    #: Gates of the final verification against the original: this verdict alone decides.
     verify: VerifyOptions = field(default_factory=VerifyOptions)
+    #: Seeds per candidate during the rounds (selection only; the final check uses ``verify.seeds``).
+    round_seeds: int = 1
+    #: Run compute-sanitizer on every round's candidates too (the final check always does).
+    round_sanitize: bool = False
 
 
 @dataclass
@@ -195,6 +200,10 @@ def optimize(
 
     opts = options or OptimizeOptions()
     opts.verify.min_gain_pct = opts.min_gain_pct
+    # Rounds only select a champion: one seed and no sanitizer keep them quick. The final verification
+    # of the champion against the original runs every gate in full.
+    round_opts = VerifyOptions(**{**asdict(opts.verify), "seeds": min(opts.round_seeds, opts.verify.seeds),
+                                  "sanitize": opts.round_sanitize and opts.verify.sanitize})  # fmt: skip
     say = progress or (lambda _m, _p: None)
     emit = on_event or (lambda _e: None)
     t0 = time.monotonic()
@@ -255,7 +264,7 @@ def optimize(
             c0 = time.monotonic()
             label = f"round {rnd}, candidate {i + 1}/{n} ({cand.description})"
             try:
-                v = verify(path, base, cand.text, entry, runner, opts.verify, env, cancel,
+                v = verify(path, base, cand.text, entry, runner, round_opts, env, cancel,
                            lambda msg, pct: say(f"{label}: {msg}", pct))
             except VerifyError as exc:
                 v = Verdict("error", False, str(exc), entry)
@@ -298,7 +307,7 @@ def optimize(
     final: Verdict | None = None
     if champion != text and not (cancel is not None and cancel.is_set()):
         say("final verification of the champion against the original", None)
-        fopts = VerifyOptions(**{**asdict(opts.verify), "seeds": max(opts.verify.seeds, 3)})
+        fopts = opts.verify
         try:
             final = verify(path, text, champion, entry, runner, fopts, env, cancel,
                            lambda m, p: say(f"final check: {m}", p))  # fmt: skip

@@ -39,9 +39,9 @@ RESULTS = ROOT / "tests" / "bench" / "results"
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--write", action="store_true")
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--candidates", type=int, default=3)
-    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("samples", nargs="*")
     args = ap.parse_args()
     files = [ROOT / "samples" / s for s in args.samples] if args.samples else sorted((ROOT / "samples").glob("*.cu"))
@@ -107,8 +107,9 @@ def render(rows: list[dict], env: dict, args: argparse.Namespace) -> str:
         f"# `kernellsp optimize` with the built-in tuner only ({env.get('gpu', '?')})",
         "",
         f"GPU {env.get('gpu')}, driver {env.get('driver')}, nvcc {env.get('nvcc_version')}, ncu {env.get('ncu_version')}. "
-        f"Tuner only (no LLM), {args.rounds} rounds × {args.candidates} candidates, {args.seeds} seeds per round, "
-        "then the champion is re-verified against the original (every shape, sanitizer, 4 A/B timing rounds × 10 reps). "
+        f"Tuner only (no LLM), {args.rounds} round(s) × {args.candidates} candidates (1 seed, every shape, A/B timing per "
+        f"candidate), then the champion is re-verified against the original ({args.seeds} seeds, every shape, "
+        "compute-sanitizer memcheck + racecheck, 4 A/B timing rounds × 10 reps); that final verdict decides. "
         "Times are CUDA-event medians of the harness (L2 flushed, fresh inputs per repetition), not ncu durations.",
         "",
         "| sample | entry | baseline (ms) | best verified (ms) | speedup [95% CI] | % of DRAM roofline | winner | rounds | wall (s) |",

@@ -11,6 +11,7 @@ export PYTHONUNBUFFERED=1
 status=0
 "$PY" -m pytest -m gpu -q -p no:cacheprovider || status=1
 "$PY" tests/bench/bench_profile.py --write --fixtures || status=1
+"$PY" tests/bench/bench_lsp.py --write || status=1
 if [ "${1:-}" != "--quick" ]; then
   "$PY" tests/bench/bench_optimize.py --write || status=1
 fi
