@@ -94,9 +94,21 @@ def recorder(runner: LocalRunner) -> Iterator[dict[str, Any]]:
 
     state: dict[str, Any] = {"rows": [], "gpu": gpu_name(), "environment": runner_environment(runner)}
     yield state
-    order = {c["name"]: i for i, c in enumerate(CASES)}
-    rows = sorted(state["rows"], key=lambda r: order.get(r["case"], len(order)))
-    write_results(rows, state["gpu"], state["environment"])
+    # With pytest-xdist every worker has its own session: each writes its part, then (under a lock)
+    # merges all parts written so far, so the last worker to finish leaves the complete table.
+    import fcntl
+    import os
+
+    parts = RESULTS / ".adversarial-parts"
+    parts.mkdir(parents=True, exist_ok=True)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    (parts / f"{worker}.json").write_text(json.dumps(state["rows"], default=str))
+    with open(parts / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        rows = [r for f in sorted(parts.glob("*.json")) for r in json.loads(f.read_text())]
+        order = {c["name"]: i for i, c in enumerate(CASES)}
+        rows = sorted({r["case"]: r for r in rows}.values(), key=lambda r: order.get(r["case"], len(order)))
+        write_results(rows, state["gpu"], state["environment"])
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c["name"])
