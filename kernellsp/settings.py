@@ -44,7 +44,6 @@ class Settings(BaseModel):
     gpu_host: str | None = None
     ncu_fast_sections: list[str] = Field(default_factory=lambda: [
         "SpeedOfLight", "LaunchStats", "Occupancy", "WarpStateStats", "SourceCounters",
-        "MemoryWorkloadAnalysis_Tables",
     ])  # fmt: skip
     ncu_deep_set: str = "full"
     profile_timeout_s: float = Field(default=300.0, gt=0)
