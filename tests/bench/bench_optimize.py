@@ -90,10 +90,16 @@ def main() -> int:
         print(f"{src.name}: {row['final_verdict']} speedup {row['speedup']:.3f} ({row['stop']}, {row['wall_s']:.0f} s)",
               flush=True)  # fmt: skip
     gpu = env.get("gpu", "?")
+    slug = "h100" if "H100" in gpu else "h200" if "H200" in gpu else gpu.lower().replace(" ", "-")
+    previous = RESULTS / f"optimize-{slug}.json"
+    if args.write and args.samples and previous.is_file():
+        # A run over some samples updates their rows and keeps the others (the suite can be split).
+        done = {r["sample"] for r in rows}
+        old = [r for r in json.loads(previous.read_text())["rows"] if r["sample"] not in done]
+        rows = sorted(old + rows, key=lambda r: r["sample"])
     table = render(rows, env, args)
     print(table)
     if args.write:
-        slug = "h100" if "H100" in gpu else "h200" if "H200" in gpu else gpu.lower().replace(" ", "-")
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / f"optimize-{slug}.md").write_text(table)
         (RESULTS / f"optimize-{slug}.json").write_text(json.dumps({"environment": env, "rows": rows}, indent=1,
