@@ -570,3 +570,54 @@ def _only_literals(exprs_text: Iterable[str], allowed: set[str]) -> bool:
 
 def _upper_names(e: str, upper: dict[str, str]) -> str:
     return re.sub(r"\b([A-Za-z_]\w*)\b", lambda m: upper.get(m.group(1), m.group(1)), e)
+
+
+def patch_spec_block(text: str, block: CommentBlock, updates: dict[str, Any]) -> str:
+    """Rewrite top-level keys of a spec comment block in place; every other byte stays as written.
+
+    ``updates`` maps a top-level key (``launch``, ``tunables``, ``flags``) to its new value (``None``
+    deletes the key). A key on one line is replaced on that line; a missing key is inserted above
+    the ``[args]`` table (or at the end of the block) with the block's own line prefix. Rewrites of
+    the launch configuration therefore change one line, not the whole spec.
+    """
+    lines = text.split("\n")
+    body = block.body.split("\n")
+    prefix = ""
+    for i, b in enumerate(body):
+        if b.strip() and i < len(block.body_lines):
+            src = lines[block.body_lines[i]]
+            prefix = src[: len(src) - len(src.lstrip())] if block.style == "block" else src[: src.find("//") + 3]
+            m = re.match(r"^(\s*\*\s?)", src)
+            if block.style == "block" and m:
+                prefix = m.group(1)
+            break
+    inserts: list[str] = []
+    deletes: set[int] = set()
+    for key, value in updates.items():
+        pat = re.compile(rf"^(\s*){re.escape(key)}\s*=")
+        idx = next((i for i, b in enumerate(body) if pat.match(b)), None)
+        if idx is not None and idx < len(block.body_lines):
+            ln = block.body_lines[idx]
+            src = lines[ln]
+            m = re.search(rf"\b{re.escape(key)}\s*=", src)
+            if m is None:
+                continue
+            tail = ""
+            close = src.find("*/", m.end())
+            if close >= 0:
+                tail = " " + src[close:]
+            if value is None:
+                deletes.add(ln)
+            else:
+                lines[ln] = src[: m.start()] + f"{_toml_key(key)} = {_toml_value(value)}" + tail
+        elif value is not None:
+            inserts.append(f"{prefix}{_toml_key(key)} = {_toml_value(value)}")
+    if inserts:
+        args_idx = next((i for i, b in enumerate(body) if re.match(r"^\s*\[args", b)), None)
+        if args_idx is not None and args_idx < len(block.body_lines):
+            at = block.body_lines[args_idx]
+        else:
+            at = block.span.end_line if block.style == "block" else block.span.end_line + 1
+        lines[at:at] = inserts
+        deletes = {d + len(inserts) if d >= at else d for d in deletes}
+    return "\n".join(ln for i, ln in enumerate(lines) if i not in deletes)

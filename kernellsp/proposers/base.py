@@ -106,9 +106,12 @@ def splice_kernel(text: str, entry: str, new_code: str, launch: specmod.LaunchSp
         bound = next((b for b in specmod.specs_from_source(model)[0] if b.entry == entry and b.block), None)
         if bound is None or bound.block is None:
             raise ProposerError(f"{entry} has no spec comment block to carry a launch change")
-        new_spec = bound.spec.model_copy(update={"launch": launch})
-        block = specmod.format_comment_block(new_spec).rstrip("\n").encode()
-        edits.append((bound.block.span.start_byte, bound.block.span.end_byte, block))
+        # Only the launch line changes; the rest of the block stays as the user wrote it.
+        patched = specmod.patch_spec_block(text, bound.block, {"launch": launch.model_dump(exclude_defaults=True)})
+        pdata = patched.encode()
+        start = bound.block.span.start_byte
+        end = len(pdata) - (len(data) - bound.block.span.end_byte)
+        edits.append((bound.block.span.start_byte, bound.block.span.end_byte, pdata[start:end]))
     # A helper placed above the kernel must not sit between the spec block and the kernel, where it
     # would capture the spec: put helpers above the spec block instead.
     if helper_texts:

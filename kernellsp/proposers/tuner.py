@@ -28,13 +28,15 @@ _DOUBLE_LIT = re.compile(r"^(\d+\.\d*|\.\d+|\d+\.?\d*[eE][+-]?\d+)$")
 
 
 def _replace_spec(text: str, entry: str, new_spec: specmod.KernelSpec) -> str | None:
+    """``text`` with the entry's spec block changed to ``new_spec`` in the structured fields only."""
     model = parse_source(text)
     bound = next((b for b in specmod.specs_from_source(model)[0] if b.entry == entry and b.block), None)
     if bound is None or bound.block is None:
         return None
-    data = text.encode()
-    block = specmod.format_comment_block(new_spec).rstrip("\n").encode()
-    return (data[: bound.block.span.start_byte] + block + data[bound.block.span.end_byte :]).decode()
+    old = bound.spec.model_dump(exclude_none=True)
+    new = new_spec.model_dump(exclude_none=True)
+    updates = {k: new.get(k) for k in ("launch", "tunables", "flags") if old.get(k) != new.get(k)}
+    return specmod.patch_spec_block(text, bound.block, updates) if updates else None
 
 
 def _fn_text_edit(text: str, entry: str, edit: Callable[[SourceModel, bytes], list[tuple[int, int, bytes]]]) -> str | None:
