@@ -52,7 +52,7 @@ def _normalise_signature(fn: Function) -> tuple[str, tuple[tuple[str, str, bool]
     return fn.name, params
 
 
-def _editable_spans(model: SourceModel, targets: set[str]) -> list[tuple[int, int, str]]:
+def _editable_spans(model: SourceModel, targets: set[str], entry: str | None = None) -> list[tuple[int, int, str]]:
     """Byte ranges (start, end, label) that may differ: target kernels, device helpers, target specs."""
     spans: list[tuple[int, int, str]] = []
     for fn in model.functions:
@@ -63,7 +63,7 @@ def _editable_spans(model: SourceModel, targets: set[str]) -> list[tuple[int, in
             spans.append((outer.start_byte, outer.end_byte, "device"))
     bound, _ = specmod.specs_from_source(model)
     for b in bound:
-        if b.entry in targets and b.block is not None:
+        if (b.entry in targets or b.entry == entry) and b.block is not None:
             spans.append((b.block.span.start_byte, b.block.span.end_byte, f"spec:{b.entry}"))
     spans.sort()
     merged: list[tuple[int, int, str]] = []
@@ -76,13 +76,13 @@ def _editable_spans(model: SourceModel, targets: set[str]) -> list[tuple[int, in
     return merged
 
 
-def _skeleton(model: SourceModel, targets: set[str]) -> tuple[bytes, list[tuple[str, bytes]]]:
+def _skeleton(model: SourceModel, targets: set[str], entry: str | None = None) -> tuple[bytes, list[tuple[str, bytes]]]:
     """The file with editable regions cut out (device helpers dropped, targets replaced by markers)."""
     data = model.text.encode("utf-8", errors="replace")
     out = bytearray()
     regions: list[tuple[str, bytes]] = []
     pos = 0
-    for start, end, label in _editable_spans(model, targets):
+    for start, end, label in _editable_spans(model, targets, entry):
         out += data[pos:start]
         if label != "device":
             out += f"\x00{label}\x00".encode()
@@ -142,8 +142,13 @@ def _persistent_locals(model: SourceModel, targets: set[str]) -> list[tuple[str,
     return sorted(found, key=lambda f: f[2])
 
 
-def check_scope(baseline: str, candidate: str, targets: list[str] | set[str], path: str = "<candidate>") -> ScopeResult:
-    """Is ``candidate`` a permitted edit of ``baseline`` for the ``targets`` entries?"""
+def check_scope(baseline: str, candidate: str, targets: list[str] | set[str], path: str = "<candidate>",
+                entry: str | None = None) -> ScopeResult:  # fmt: skip
+    """Is ``candidate`` a permitted edit of ``baseline`` for the ``targets`` kernels?
+
+    ``entry`` names the spec'd entry when it is not itself a target (a host launcher): its spec's
+    structured fields (flags, tunables order) may change too.
+    """
     tset = set(targets)
     bm = parse_source(baseline, path)
     cm = parse_source(candidate, path)
@@ -166,8 +171,8 @@ def check_scope(baseline: str, candidate: str, targets: list[str] | set[str], pa
         if (bf.template_params or "") != (cf.template_params or ""):
             return ScopeResult.violation(f"the candidate changed the template parameters of {name}", cf.span.start_line)
     # Kernels outside the targets and host code must be identical: compare skeletons.
-    bs, _ = _skeleton(bm, tset)
-    cs, cregions = _skeleton(cm, tset)
+    bs, _ = _skeleton(bm, tset, entry)
+    cs, cregions = _skeleton(cm, tset, entry)
     if bs != cs:
         line = _first_diff_line(bs, cs)
         return ScopeResult.violation(
@@ -190,7 +195,7 @@ def check_scope(baseline: str, candidate: str, targets: list[str] | set[str], pa
     # and a target kernel may not be turned into a host launcher (covered by kind). Now the specs.
     bb = {b.entry: b for b in specmod.specs_from_source(bm)[0]}
     cb = {b.entry: b for b in specmod.specs_from_source(cm)[0]}
-    for name in tset:
+    for name in tset | ({entry} if entry else set()):
         if name not in bb:
             continue
         if name not in cb:
@@ -220,6 +225,13 @@ def check_spec_change(base: specmod.KernelSpec, cand: specmod.KernelSpec) -> Sco
         if not ALLOWED_FLAGS.match(f):
             return ScopeResult.violation(f"nvcc flag {f!r} is not allowed in a rewrite (allowed: -Xptxas=-O3, "
                                          "--extra-device-vectorization, -maxrregcount=N)")  # fmt: skip
+    # Removing a flag the file builds with (-DNAME, -std=..., --use_fast_math) changes macros or semantics
+    # of host code and other kernels just as editing them would: only allow-listed flags may go.
+    for f in sorted(set(base.flags) - set(cand.flags)):
+        if not ALLOWED_FLAGS.match(f):
+            return ScopeResult.violation(f"the candidate removed nvcc flag {f!r}; only allow-listed flags "
+                                         "(-Xptxas=-O3, --extra-device-vectorization, -maxrregcount=N) may be "
+                                         "added or removed")  # fmt: skip
     if cand.launch is None and base.launch is not None:
         return ScopeResult.violation("the candidate removed the launch configuration")
     return ScopeResult(True)

@@ -39,7 +39,7 @@ from kernellsp import spec as specmod
 from kernellsp.proposers.base import Candidate, ProposalContext, ProposerError, splice_kernel
 from kernellsp.proposers.prompt import ANSWER_FIELDS, build_messages, retry_messages
 from kernellsp.rules import RuleSet, load_rules
-from kernellsp.scope import check_scope
+from kernellsp.scope import check_scope, edit_targets
 from kernellsp.settings import LlmSettings
 from kernellsp.source import parse_source
 
@@ -345,7 +345,7 @@ class LlmProposer:
             text = splice_kernel(ctx.text, ctx.entry, code, launch)
         except ProposerError as exc:
             raise AnswerError(f"{where}: {exc}") from None
-        scope = check_scope(ctx.text, text, [ctx.entry], ctx.path)
+        scope = check_scope(ctx.text, text, edit_targets(ctx.model, ctx.entry) or [ctx.entry], ctx.path, ctx.entry)
         if not scope.ok:
             raise AnswerError(f"{where}: out of scope: {scope.reason}")
         return Candidate(text=text, description=" ".join(desc.split())[:300], proposer=self.name,

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from kernellsp import analysis, exprs
 from kernellsp import spec as specmod
 from kernellsp.proposers.base import Candidate, ProposalContext
+from kernellsp.scope import edit_targets
 from kernellsp.source import SourceModel, parse_source
 
 _DOUBLE_LIT = re.compile(r"^(\d+\.\d*|\.\d+|\d+\.?\d*[eE][+-]?\d+)$")
@@ -30,6 +31,8 @@ _DOUBLE_LIT = re.compile(r"^(\d+\.\d*|\.\d+|\d+\.?\d*[eE][+-]?\d+)$")
 def _replace_spec(text: str, entry: str, new_spec: specmod.KernelSpec) -> str | None:
     """``text`` with the entry's spec block changed to ``new_spec`` in the structured fields only."""
     model = parse_source(text)
+    if entry not in edit_targets(model, entry):
+        return None  # a host launcher's spec lies outside the edit scope (kernellsp.scope): only its kernels may change
     bound = next((b for b in specmod.specs_from_source(model)[0] if b.entry == entry and b.block), None)
     if bound is None or bound.block is None:
         return None

@@ -1,0 +1,406 @@
+"""Tests of kernellsp.scope: what a candidate rewrite may change, checked before anything compiles.
+
+Every case edits one real file (BASE below, or a sample) and runs the real parser and scope checker.
+Accepted: kernel bodies, ``__device__`` helpers (edited, added above the spec block, removed),
+``const``/``__restrict__``/``__launch_bounds__`` on the signature, the launch, the order of
+tunables and allow-listed flags. Rejected, each with a reason that names the problem: everything
+else.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernellsp import spec as specmod
+from kernellsp.scope import ALLOWED_FLAGS, ScopeResult, check_scope, check_spec_change, edit_targets
+from kernellsp.source import parse_source
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+BASE = """\
+#include <cuda_runtime.h>
+#include <math.h>
+
+#define SCALE 2.0f
+
+__device__ float twice(float v) { return v * SCALE; }
+
+/* kernellsp
+sizes = { N = 4096 }
+launch = { grid = "ceil_div(N, 256)", block = 256 }
+tolerance = { rtol = 1e-4 }
+shapes = [{ N = 1000 }, { N = 1 }]
+tunables = { UNROLL = [1, 2, 4] }
+flags = ["-lineinfo"]
+[args]
+x = { dtype = "f32", dir = "in", count = "N" }
+y = { dtype = "f32", dir = "out", count = "N" }
+n = { value = "N" }
+*/
+__global__ void scale(const float* x, float* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        y[i] = twice(x[i]);
+    }
+}
+
+__global__ void other(float* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 0.0f;
+}
+
+template <int B>
+__global__ void tk(float* y, int n)
+{
+    int i = blockIdx.x * B + threadIdx.x;
+    if (i < n) y[i] = 1.0f;
+}
+
+void host_fn(const float* x, float* y, int n)
+{
+    scale<<<(n + 255) / 256, 256>>>(x, y, n);
+}
+"""
+
+SIG = "__global__ void scale(const float* x, float* y, int n)"
+FIRST_STMT = "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) {"
+SPEC_OPEN = "/* kernellsp"
+FLAGS = 'flags = ["-lineinfo"]'
+
+
+def edit(old: str, new: str, base: str = BASE) -> str:
+    """``base`` with the first occurrence of ``old`` (which must be there) replaced by ``new``."""
+    assert base.count(old) >= 1, old
+    out = base.replace(old, new, 1)
+    assert out != base
+    return out
+
+
+def scope(candidate: str, targets: tuple[str, ...] = ("scale",), base: str = BASE) -> ScopeResult:
+    return check_scope(base, candidate, list(targets), "scope_test.cu")
+
+
+def test_base_is_valid_and_identical_candidate_is_in_scope() -> None:
+    model = parse_source(BASE)
+    assert not model.syntax_errors
+    bound = specmod.specs_from_source(model)[0]
+    assert [b.entry for b in bound] == ["scale"]
+    assert scope(BASE).ok
+    assert scope(BASE, ("scale", "other")).ok
+
+
+# --------------------------------------------------------------------------------------------------
+# Accepted edits
+
+ACCEPTED = {
+    "body edit": ("y[i] = twice(x[i]);", "y[i] = 2.0f * x[i];"),
+    "body rewritten as a grid-stride loop": (
+        FIRST_STMT + "\n        y[i] = twice(x[i]);\n    }",
+        "    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {\n"
+        "        y[i] = twice(x[i]);\n    }",
+    ),
+    "#pragma in the body": (FIRST_STMT, "#pragma unroll 4\n" + FIRST_STMT),
+    "__shared__ array in the body": (FIRST_STMT, "    __shared__ float tile[256];\n" + FIRST_STMT),
+    "static __shared__ array in the body": (FIRST_STMT, "    static __shared__ float tile[256];\n" + FIRST_STMT),
+    "device helper edited": ("return v * SCALE;", "return SCALE * v;"),
+    "device helper removed (body inlines it)": (
+        "__device__ float twice(float v) { return v * SCALE; }\n", "",
+    ),
+    "new device helper above the spec block": (
+        SPEC_OPEN, "__device__ float thrice(float v) { return 3.0f * v; }\n\n" + SPEC_OPEN,
+    ),
+    "__restrict__ and const on the signature": (
+        SIG, "__global__ void scale(const float* __restrict__ x, float* __restrict__ y, const int n)",
+    ),
+    "__restrict (spelling) on the signature": (SIG, "__global__ void scale(const float* __restrict x, float* y, int n)"),
+    "__launch_bounds__ added": (SIG, "__global__ void __launch_bounds__(256) scale(const float* x, float* y, int n)"),
+    "__launch_bounds__ with min blocks": (
+        SIG, "__global__ void __launch_bounds__(256, 4) scale(const float* x, float* y, int n)",
+    ),
+    "launch changed in the spec": (
+        'launch = { grid = "ceil_div(N, 256)", block = 256 }', 'launch = { grid = "ceil_div(N, 128)", block = 128 }',
+    ),
+    "launch with dynamic shared memory": (
+        'launch = { grid = "ceil_div(N, 256)", block = 256 }',
+        'launch = { grid = "ceil_div(N, 512)", block = 512, smem = 2048 }',
+    ),
+    "tunables reordered (picks another default)": ("UNROLL = [1, 2, 4]", "UNROLL = [4, 1, 2]"),
+    "allow-listed flags added": (
+        FLAGS, 'flags = ["-lineinfo", "-Xptxas=-O3", "--extra-device-vectorization", "-maxrregcount=64"]',
+    ),
+    "allow-listed flag removed": (FLAGS, "flags = []"),
+}
+
+
+@pytest.mark.parametrize("case", list(ACCEPTED))
+def test_accepted_edits(case: str) -> None:
+    old, new = ACCEPTED[case]
+    cand = edit(old, new)
+    assert not parse_source(cand).syntax_errors, case
+    r = scope(cand)
+    assert r.ok, f"{case}: {r.reason}"
+    assert r.reason == ""
+
+
+def test_several_accepted_edits_at_once() -> None:
+    cand = BASE
+    for case in ("body edit", "device helper edited", "new device helper above the spec block",
+                 "__launch_bounds__ added", "launch changed in the spec", "tunables reordered (picks another default)",
+                 "allow-listed flags added"):  # fmt: skip
+        old, new = ACCEPTED[case]
+        cand = edit(old, new, cand)
+    r = scope(cand)
+    assert r.ok, r.reason
+
+
+def test_template_kernel_body_may_change() -> None:
+    assert scope(edit("if (i < n) y[i] = 1.0f;", "if (i < n) y[i] = 2.0f;"), ("tk",)).ok
+
+
+def test_other_kernel_is_editable_when_targeted() -> None:
+    cand = edit("if (i < n) y[i] = 0.0f;", "if (i < n) y[i] = -0.0f;")
+    assert not scope(cand).ok
+    assert scope(cand, ("scale", "other")).ok
+
+
+@pytest.mark.parametrize(
+    "flag",
+    ["-Xptxas=-O3", "-Xptxas=-O0", "-Xptxas=-v", "--extra-device-vectorization", "-maxrregcount=32",
+     "--maxrregcount=128", "-Xptxas=--allow-expensive-optimizations=true", "-lineinfo", "-O3"],
+)  # fmt: skip
+def test_allowed_flags(flag: str) -> None:
+    assert ALLOWED_FLAGS.match(flag)
+    assert scope(edit(FLAGS, f'flags = ["-lineinfo", "{flag}"]')).ok
+
+
+# --------------------------------------------------------------------------------------------------
+# Rejected edits: each reason names the problem
+
+OUTSIDE = "outside the targeted kernels"
+
+REJECTED: dict[str, tuple[str, str, tuple[str, ...], tuple[str, ...]]] = {
+    # case: (old, new, targets, words the reason must contain)
+    "include added": ("#include <math.h>", "#include <math.h>\n#include <cuda_fp16.h>", ("scale",), (OUTSIDE, "includes")),
+    "include removed": ("#include <math.h>\n", "", ("scale",), (OUTSIDE, "includes")),
+    "macro added": ("#define SCALE 2.0f", "#define SCALE 2.0f\n#define FAST 1", ("scale",), (OUTSIDE, "macros")),
+    "macro changed": ("#define SCALE 2.0f", "#define SCALE 3.0f", ("scale",), (OUTSIDE, "macros")),
+    "host function edited": ("scale<<<(n + 255) / 256, 256>>>", "scale<<<(n + 127) / 128, 128>>>", ("scale",),
+                             (OUTSIDE, "host code")),
+    "another kernel edited": ("if (i < n) y[i] = 0.0f;", "if (i < n) y[i] = 1.0f;", ("scale",), (OUTSIDE, "other kernels")),
+    "another kernel removed": ("__global__ void other(float* y, int n)\n{\n    int i = blockIdx.x * blockDim.x + "
+                               "threadIdx.x;\n    if (i < n) y[i] = 0.0f;\n}\n", "", ("scale",), (OUTSIDE,)),
+    "file-scope __device__ variable": (SPEC_OPEN, "__device__ float g_cache[1024];\n\n" + SPEC_OPEN, ("scale",), (OUTSIDE,)),
+    "file-scope __constant__ variable": (SPEC_OPEN, "__constant__ float c_coef[16];\n\n" + SPEC_OPEN, ("scale",),
+                                         (OUTSIDE,)),
+    "signature: parameter type": (SIG, "__global__ void scale(const double* x, float* y, int n)", ("scale",),
+                                  ("signature of scale",)),
+    "signature: scalar type": (SIG, "__global__ void scale(const float* x, float* y, long n)", ("scale",),
+                               ("signature of scale",)),
+    "signature: pointer to value": (SIG, "__global__ void scale(const float* x, float y, int n)", ("scale",),
+                                    ("signature of scale",)),
+    "signature: parameter name": (SIG, "__global__ void scale(const float* in, float* y, int n)", ("scale",),
+                                  ("signature of scale",)),
+    "signature: parameter order": (SIG, "__global__ void scale(float* y, const float* x, int n)", ("scale",),
+                                   ("signature of scale",)),
+    "signature: extra parameter": (SIG, "__global__ void scale(const float* x, float* y, int n, int m)", ("scale",),
+                                   ("signature of scale",)),
+    "signature: parameter dropped": (SIG, "__global__ void scale(const float* x, float* y)", ("scale",),
+                                     ("signature of scale",)),
+    "template parameters changed": ("template <int B>", "template <int B, int C>", ("tk",), ("template parameters of tk",)),
+    "template parameter kind changed": ("template <int B>", "template <unsigned B>", ("tk",),
+                                        ("template parameters of tk",)),
+    "kernel turned into a device function": (SIG, SIG.replace("__global__", "__device__"), ("scale",),
+                                             ("changed scale from global to device",)),
+    "spec sizes changed": ("sizes = { N = 4096 }", "sizes = { N = 1024 }", ("scale",), ("spec field 'sizes'",)),
+    "spec args changed": ('x = { dtype = "f32", dir = "in", count = "N" }',
+                          'x = { dtype = "f32", dir = "in", count = "N", dist = "ones()" }', ("scale",),
+                          ("spec field 'args'",)),
+    "spec arg direction changed": ('y = { dtype = "f32", dir = "out", count = "N" }',
+                                   'y = { dtype = "f32", dir = "inout", count = "N" }', ("scale",), ("spec field 'args'",)),
+    "spec shapes changed": ("shapes = [{ N = 1000 }, { N = 1 }]", "shapes = [{ N = 1000 }]", ("scale",),
+                            ("spec field 'shapes'",)),
+    "spec tolerance loosened": ("tolerance = { rtol = 1e-4 }", "tolerance = { rtol = 1e-2 }", ("scale",),
+                                ("spec field 'tolerance'",)),
+    "spec tolerance added": ("tolerance = { rtol = 1e-4 }", "tolerance = { rtol = 1e-4, atol = 1e-3 }", ("scale",),
+                             ("spec field 'tolerance'",)),
+    "spec seeds added": ("sizes = { N = 4096 }", "sizes = { N = 4096 }\nseeds = 1", ("scale",), ("spec field 'seeds'",)),
+    "tunables values changed": ("UNROLL = [1, 2, 4]", "UNROLL = [1, 2, 8]", ("scale",), ("tunables' names or values",)),
+    "tunables value dropped": ("UNROLL = [1, 2, 4]", "UNROLL = [2, 4]", ("scale",), ("tunables' names or values",)),
+    "tunables renamed": ("UNROLL = [1, 2, 4]", "UNR = [1, 2, 4]", ("scale",), ("tunables' names or values",)),
+    "flag --use_fast_math": (FLAGS, 'flags = ["-lineinfo", "--use_fast_math"]', ("scale",),
+                             ("'--use_fast_math' is not allowed",)),
+    "flag -use_fast_math": (FLAGS, 'flags = ["-lineinfo", "-use_fast_math"]', ("scale",),
+                            ("'-use_fast_math' is not allowed",)),
+    "flag -Xcompiler -ffast-math": (FLAGS, 'flags = ["-lineinfo", "-Xcompiler -ffast-math"]', ("scale",),
+                                    ("'-Xcompiler -ffast-math' is not allowed",)),
+    "flag -ftz=true": (FLAGS, 'flags = ["-lineinfo", "-ftz=true"]', ("scale",), ("'-ftz=true' is not allowed",)),
+    "flag --prec-div=false": (FLAGS, 'flags = ["-lineinfo", "--prec-div=false"]', ("scale",),
+                              ("'--prec-div=false' is not allowed",)),
+    "flag -D macro": (FLAGS, 'flags = ["-lineinfo", "-DSCALE_OVERRIDE=1"]', ("scale",),
+                      ("'-DSCALE_OVERRIDE=1' is not allowed",)),
+    "flag -maxrregcount out of range": (FLAGS, 'flags = ["-lineinfo", "-maxrregcount=2550"]', ("scale",),
+                                        ("'-maxrregcount=2550' is not allowed",)),
+    "launch removed": ('launch = { grid = "ceil_div(N, 256)", block = 256 }\n', "", ("scale",),
+                       ("removed the launch configuration",)),
+    "#define in the kernel body": (FIRST_STMT, "#define SCALE2 4.0f\n" + FIRST_STMT, ("scale",),
+                                   ("preprocessor directive '#define SCALE2 4.0f'", "kernel:scale")),
+    "#undef in the kernel body": (FIRST_STMT, "#undef SCALE\n" + FIRST_STMT, ("scale",),
+                                  ("preprocessor directive '#undef SCALE'",)),
+    "#include in the kernel body": (FIRST_STMT, '#include "evil.h"\n' + FIRST_STMT, ("scale",),
+                                    ("preprocessor directive '#include",)),
+    "#define in a device helper": ("__device__ float twice(float v) { return v * SCALE; }",
+                                   "__device__ float twice(float v) {\n#define SCALE 4.0f\n    return v * SCALE;\n}",
+                                   ("scale",), ("preprocessor directive '#define SCALE 4.0f'", "device")),
+    "function-scope static __device__ variable": (FIRST_STMT, "    static __device__ int calls = 0;\n" + FIRST_STMT,
+                                                  ("scale",), ("static/extern variable", "kernel:scale",
+                                                               "static __device__ int calls = 0;")),
+    "function-scope static variable": (FIRST_STMT, "    static int calls;\n" + FIRST_STMT, ("scale",),
+                                       ("static/extern variable", "static int calls;", "persists across launches")),
+    "function-scope static in a device helper": ("__device__ float twice(float v) { return v * SCALE; }",
+                                                 "__device__ float twice(float v) { static float last; last = v; "
+                                                 "return v * SCALE; }", ("scale",), ("static/extern variable", "device")),
+    "candidate does not parse": ("y[i] = twice(x[i]);", "y[i] = twice(x[i]));  {", ("scale",), ("does not parse",)),
+    "kernel removed": (BASE[BASE.index(SIG) : BASE.index("__global__ void other")], "", ("scale",),
+                       ("removed or renamed scale",)),
+    "kernel renamed": (SIG, SIG.replace("scale(", "scale2("), ("scale",), ("removed or renamed scale",)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(REJECTED))
+def test_rejected_edits_name_the_problem(case: str) -> None:
+    old, new, targets, words = REJECTED[case]
+    r = scope(edit(old, new), targets)
+    assert not r.ok, case
+    for w in words:
+        assert w in r.reason, f"{case}: {w!r} not in {r.reason!r}"
+
+
+def test_signature_and_static_rejections_carry_the_line() -> None:
+    sig_line = BASE.splitlines().index(SIG)
+    r = scope(edit(SIG, "__global__ void scale(const double* x, float* y, int n)"))
+    assert not r.ok and r.line == sig_line
+    r = scope(edit(FIRST_STMT, "    static int calls;\n" + FIRST_STMT))
+    assert not r.ok and r.line == sig_line + 2  # the inserted line, right after `{`
+    r = scope(edit("y[i] = twice(x[i]);", "y[i] = twice(x[i]));  {"))
+    assert not r.ok and r.line is not None and r.line >= sig_line
+
+
+def test_static_variable_already_in_the_baseline_is_not_held_against_the_candidate() -> None:
+    base = edit(FIRST_STMT, "    static __device__ int calls;\n" + FIRST_STMT)
+    cand = edit("y[i] = twice(x[i]);", "y[i] = 2.0f * x[i];", base)
+    assert scope(cand, base=base).ok
+
+
+def test_removing_a_non_allowed_flag_is_rejected() -> None:
+    """A -D flag the file builds with changes macros for host code and other kernels when dropped."""
+    base = edit(FLAGS, 'flags = ["-lineinfo", "-DSCALE_OVERRIDE=1", "--use_fast_math"]')
+    r = scope(edit('"-DSCALE_OVERRIDE=1", ', "", base), base=base)
+    assert not r.ok and "removed nvcc flag '-DSCALE_OVERRIDE=1'" in r.reason
+    r = scope(edit(', "--use_fast_math"', "", base), base=base)
+    assert not r.ok and "'--use_fast_math'" in r.reason
+    # Keeping them and dropping the allow-listed one is fine; so is keeping a disallowed flag already there.
+    assert scope(edit('"-lineinfo", ', "", base), base=base).ok
+    assert scope(edit("--use_fast_math", "--use_fast_math\", \"-Xptxas=-O3", base), base=base).ok
+
+
+def test_helper_between_spec_block_and_kernel_keeps_the_spec_bound() -> None:
+    """A helper inserted between the spec and the kernel is a helper edit; the spec still binds to the kernel."""
+    cand = edit(SIG, "__device__ float thrice(float v) { return 3.0f * v; }\n" + SIG)
+    assert scope(cand).ok
+    assert [b.entry for b in specmod.specs_from_source(parse_source(cand))[0]] == ["scale"]
+
+
+# --------------------------------------------------------------------------------------------------
+# check_spec_change directly
+
+
+def _spec(**kw: object) -> specmod.KernelSpec:
+    base: dict[str, object] = {
+        "sizes": {"N": 4096}, "launch": {"grid": "ceil_div(N, 256)", "block": 256},
+        "args": {"x": {"dtype": "f32", "dir": "in", "count": "N"}}, "tunables": {"B": [1, 2]}, "flags": ["-lineinfo"],
+    }  # fmt: skip
+    base.update(kw)
+    return specmod.KernelSpec.model_validate(base)
+
+
+def test_check_spec_change() -> None:
+    assert check_spec_change(_spec(), _spec()).ok
+    assert check_spec_change(_spec(), _spec(launch={"grid": "ceil_div(N, 128)", "block": 128})).ok
+    assert check_spec_change(_spec(), _spec(tunables={"B": [2, 1]})).ok
+    assert check_spec_change(_spec(), _spec(flags=["-lineinfo", "-O3"])).ok
+    r = check_spec_change(_spec(), _spec(launch=None))
+    assert not r.ok and "removed the launch" in r.reason
+    r = check_spec_change(_spec(), _spec(sizes={"N": 1}))
+    assert not r.ok and "'sizes'" in r.reason
+    r = check_spec_change(_spec(), _spec(tolerance={"rtol": 0.5}))
+    assert not r.ok and "'tolerance'" in r.reason
+    r = check_spec_change(_spec(), _spec(tunables={"B": [1, 2], "C": [1]}))
+    assert not r.ok and "tunables" in r.reason
+    r = check_spec_change(_spec(), _spec(flags=["-lineinfo", "--use_fast_math"]))
+    assert not r.ok and "--use_fast_math" in r.reason
+    r = check_spec_change(_spec(), _spec(entry="other"))
+    assert not r.ok and "'entry'" in r.reason
+
+
+# --------------------------------------------------------------------------------------------------
+# Host launchers: the kernels they launch are the targets
+
+
+def test_edit_targets() -> None:
+    relu = (SAMPLES / "relu_launcher.cu").read_text()
+    model = parse_source(relu)
+    assert edit_targets(model, "solve") == ["relu_kernel"]
+    assert edit_targets(model, "relu_kernel") == ["relu_kernel"]
+    assert edit_targets(parse_source(BASE), "scale") == ["scale"]
+    assert edit_targets(parse_source(BASE), "host_fn") == ["scale"]
+    assert edit_targets(parse_source(BASE), "no_such_function") == ["no_such_function"]
+    for p in sorted(SAMPLES.glob("*.cu")):
+        m = parse_source(p.read_text())
+        entry = specmod.specs_from_source(m)[0][0].entry
+        targets = edit_targets(m, entry)
+        assert targets, p.name
+        assert all(m.function(t) is not None and m.function(t).kind == "global" for t in targets), p.name  # type: ignore[union-attr]
+
+
+def test_host_launcher_scope() -> None:
+    relu = (SAMPLES / "relu_launcher.cu").read_text()
+    targets = edit_targets(parse_source(relu), "solve")
+    # The launched kernel's body and qualifiers may change.
+    cand = edit("output[i] = input[i] > 0.0f ? input[i] : 0.0f;", "output[i] = fmaxf(input[i], 0.0f);", relu)
+    assert check_scope(relu, cand, targets).ok
+    cand = edit("__global__ void relu_kernel(const float* input, float* output, int N)",
+                "__global__ void __launch_bounds__(256) relu_kernel(const float* __restrict__ input, "
+                "float* __restrict__ output, int N)", relu)  # fmt: skip
+    assert check_scope(relu, cand, targets).ok
+    # The host launcher itself is host code.
+    cand = edit("    cudaDeviceSynchronize();\n", "", relu)
+    r = check_scope(relu, cand, targets)
+    assert not r.ok and "host code" in r.reason
+    cand = edit("int threadsPerBlock = 256;", "int threadsPerBlock = 512;", relu)
+    assert not check_scope(relu, cand, targets).ok
+    # Its spec is not the kernel's spec: it stays as written.
+    cand = edit("sizes = { N = 16777216 }", 'sizes = { N = 16777216 }\nflags = ["-O3"]', relu)
+    r = check_scope(relu, cand, targets)
+    assert not r.ok and OUTSIDE in r.reason
+    # The launcher is not a target itself.
+    r = check_scope(relu, relu, ["solve"])
+    assert r.ok  # nothing changed
+    cand = edit("output[i] = input[i] > 0.0f ? input[i] : 0.0f;", "output[i] = fmaxf(input[i], 0.0f);", relu)
+    assert not check_scope(relu, cand, ["solve"]).ok
+
+
+def test_unknown_target_is_reported() -> None:
+    r = scope(BASE, ("missing",))
+    assert not r.ok and "missing is not defined in the baseline" in r.reason
+
+
+def test_samples_are_in_scope_of_themselves() -> None:
+    for p in sorted(SAMPLES.glob("*.cu")):
+        text = p.read_text()
+        m = parse_source(text)
+        entry = specmod.specs_from_source(m)[0][0].entry
+        assert check_scope(text, text, edit_targets(m, entry), str(p)).ok, p.name
