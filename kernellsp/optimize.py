@@ -99,6 +99,8 @@ class OptimizeResult:
     bundle: str | None
     wall_s: float
     environment: dict[str, Any]
+    #: The candidate chosen as champion in each round that found a gain, in order.
+    winners: list[str] = field(default_factory=list)
 
     @property
     def speedup(self) -> float | None:
@@ -114,7 +116,7 @@ class OptimizeResult:
             "final_message": self.final.message if self.final else None,
             "final_stats": self.final.stats if self.final else None,
             "roofline": {k: v for k, v in (self.final.details if self.final else {}).items() if "roofline" in k},
-            "rounds": self.rounds_run, "stop_reason": self.stop_reason, "bundle": self.bundle,
+            "rounds": self.rounds_run, "stop_reason": self.stop_reason, "bundle": self.bundle, "winners": self.winners,
             "wall_s": self.wall_s, "candidates": [asdict(c) for c in self.candidates],
             "environment": self.environment,
         }  # fmt: skip
@@ -224,6 +226,7 @@ def optimize(
     champion = text
     champion_speedup = 1.0
     records: list[CandidateRecord] = []
+    winners: list[str] = []
     stop = "round budget"
     no_gain = 0
     rounds_run = 0
@@ -301,6 +304,7 @@ def optimize(
                 break
             continue
         no_gain = 0
+        winners.append(best[1].description)
         champion = best[1].text
         champion_speedup *= best[0]
         emit({"event": "champion", "round": rnd, "description": best[1].description, "speedup": champion_speedup})
@@ -323,6 +327,7 @@ def optimize(
         path=str(path), entry=entry, original_text=text, champion_text=champion if final and final.accepted else text,
         accepted=bool(final and final.accepted), final=final, candidates=records, rounds_run=rounds_run,
         stop_reason=stop, bundle=str(bundle), wall_s=time.monotonic() - t0, environment=env,
+        winners=winners if final is not None and final.accepted else [],
     )  # fmt: skip
     _write_bundle(bundle, path, result)
     return result

@@ -382,10 +382,21 @@ def test_host_launcher_scope() -> None:
     assert not r.ok and "host code" in r.reason
     cand = edit("int threadsPerBlock = 256;", "int threadsPerBlock = 512;", relu)
     assert not check_scope(relu, cand, targets).ok
-    # Its spec is not the kernel's spec: it stays as written.
+    # Its spec is not the kernel's spec: without the entry named it stays as written ...
     cand = edit("sizes = { N = 16777216 }", 'sizes = { N = 16777216 }\nflags = ["-O3"]', relu)
     r = check_scope(relu, cand, targets)
     assert not r.ok and OUTSIDE in r.reason
+    # ... with the entry named (as verify and the proposers do), its structured fields follow the spec rules.
+    assert check_scope(relu, cand, targets, "relu_launcher.cu", "solve").ok
+    fast = edit("sizes = { N = 16777216 }", 'sizes = { N = 16777216 }\nflags = ["--use_fast_math"]', relu)
+    r = check_scope(relu, fast, targets, "relu_launcher.cu", "solve")
+    assert not r.ok and "'--use_fast_math' is not allowed" in r.reason
+    shapes = edit("shapes = [{ N = 1000 }, { N = 4097 }, { N = 1 }]", "shapes = [{ N = 1000 }]", relu)
+    r = check_scope(relu, shapes, targets, "relu_launcher.cu", "solve")
+    assert not r.ok and "spec field 'shapes'" in r.reason
+    # Naming the entry does not open its host code.
+    r = check_scope(relu, edit("    cudaDeviceSynchronize();\n", "", relu), targets, "relu_launcher.cu", "solve")
+    assert not r.ok and "host code" in r.reason
     # The launcher is not a target itself.
     r = check_scope(relu, relu, ["solve"])
     assert r.ok  # nothing changed
@@ -403,4 +414,4 @@ def test_samples_are_in_scope_of_themselves() -> None:
         text = p.read_text()
         m = parse_source(text)
         entry = specmod.specs_from_source(m)[0][0].entry
-        assert check_scope(text, text, edit_targets(m, entry), str(p)).ok, p.name
+        assert check_scope(text, text, edit_targets(m, entry), str(p), entry).ok, p.name

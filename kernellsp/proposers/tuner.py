@@ -22,7 +22,6 @@ from collections.abc import Callable
 from kernellsp import analysis, exprs
 from kernellsp import spec as specmod
 from kernellsp.proposers.base import Candidate, ProposalContext
-from kernellsp.scope import edit_targets
 from kernellsp.source import SourceModel, parse_source
 
 _DOUBLE_LIT = re.compile(r"^(\d+\.\d*|\.\d+|\d+\.?\d*[eE][+-]?\d+)$")
@@ -31,8 +30,6 @@ _DOUBLE_LIT = re.compile(r"^(\d+\.\d*|\.\d+|\d+\.?\d*[eE][+-]?\d+)$")
 def _replace_spec(text: str, entry: str, new_spec: specmod.KernelSpec) -> str | None:
     """``text`` with the entry's spec block changed to ``new_spec`` in the structured fields only."""
     model = parse_source(text)
-    if entry not in edit_targets(model, entry):
-        return None  # a host launcher's spec lies outside the edit scope (kernellsp.scope): only its kernels may change
     bound = next((b for b in specmod.specs_from_source(model)[0] if b.entry == entry and b.block), None)
     if bound is None or bound.block is None:
         return None
@@ -166,7 +163,8 @@ class Tuner:
                 star = ptext.rfind("*")
                 if star < 0:
                     continue
-                new = ptext[: star + 1] + " __restrict__" + ptext[star + 1 :]
+                # `float *c` must not become `float * __restrict__c` (one identifier): space on both sides.
+                new = ptext[: star + 1] + " __restrict__ " + ptext[star + 1 :].lstrip()
                 if p.name in readonly and not p.is_const:
                     new = "const " + new
                 edits.append((p.span.start_byte, p.span.end_byte, new.encode()))

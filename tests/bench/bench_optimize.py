@@ -81,8 +81,7 @@ def main() -> int:
             "roofline_pct": (final.details.get("candidate_pct_of_roofline") if res.accepted else
                              final.details.get("baseline_pct_of_roofline")) if final else None,
             "rounds": res.rounds_run, "stop": res.stop_reason, "wall_s": res.wall_s,
-            "winner": next((c.description for c in reversed(res.candidates) if c.verdict == "accepted"), None)
-            if res.accepted else None,
+            "winner": " + ".join(res.winners) if res.accepted else None,
             "candidates": [{"round": c.round, "description": c.description, "verdict": c.verdict,
                             "speedup": c.speedup_vs_champion, "message": c.message[:200]} for c in res.candidates],
         }  # fmt: skip
@@ -125,6 +124,11 @@ def render(rows: list[dict], env: dict, args: argparse.Namespace) -> str:
         if "error" in r:
             lines.append(f"| {r['sample']} | {r['entry']} | | | error: {r['error'][:100]} | | | | {r['wall_s']:.0f} |")
             continue
+        if r["accepted"] and r["rounds"] == 1:
+            # One round: the champion is the fastest accepted candidate (rows written before `winners` existed).
+            acc = [c for c in r["candidates"] if c["verdict"] == "accepted" and c["speedup"]]
+            if acc:
+                r["winner"] = max(acc, key=lambda c: c["speedup"])["description"]
         ci = f" [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]" if r["ci"] and r["accepted"] else ""
         roof = f"{r['roofline_pct']:.0f}" if r["roofline_pct"] is not None else "n/a"
         base = f"{r['baseline_ms']:.4f}" if r["baseline_ms"] else "n/a"

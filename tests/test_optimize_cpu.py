@@ -1,0 +1,461 @@
+"""The rewrite loop's workspace state without a GPU: memory, bundles, apply/backup/revert, history, replay.
+
+Results are fabricated OptimizeResult objects (what the loop returns) around real tuner candidates;
+the committed bundle tests/fixtures/bundles/softmax_row-tuner was recorded on an H200 and is
+checked for consistency: its champion is in scope, its diff turns the original into the champion.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from kernellsp import spec as specmod
+from kernellsp.cli import app
+from kernellsp.optimize import (
+    ApplyError,
+    CandidateRecord,
+    Memory,
+    OptimizeError,
+    OptimizeResult,
+    _write_bundle,
+    apply_result,
+    record_backup,
+    replay,
+    revert,
+    side_file,
+    state_dir,
+)
+from kernellsp.profiling import local_gpu_problem
+from kernellsp.proposers.base import ProposalContext
+from kernellsp.proposers.tuner import Tuner
+from kernellsp.runner import LocalRunner
+from kernellsp.scope import check_scope, edit_targets
+from kernellsp.source import parse_source
+from kernellsp.verify import Verdict
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "samples"
+BUNDLE = REPO / "tests" / "fixtures" / "bundles" / "softmax_row-tuner"
+SOFTMAX = (SAMPLES / "softmax_row.cu").read_text()
+
+
+def tuner_candidate(text: str, transform: str) -> str:
+    model = parse_source(text)
+    bound = specmod.specs_from_source(model)[0][0]
+    ctx = ProposalContext("softmax_row.cu", text, text, bound.entry, model, bound)
+    return next(c.text for c in Tuner().propose(ctx, 100) if c.description == transform)
+
+
+CHAMPION = tuner_candidate(SOFTMAX, "tunable:BLOCK=64")
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "kernellsp.toml").write_text("")
+    (root / "softmax_row.cu").write_text(SOFTMAX)
+    monkeypatch.chdir(root)
+    for var in ("KERNELLSP_GPU_HOST", "KERNELLSP_RUNNER"):
+        monkeypatch.delenv(var, raising=False)
+    return root
+
+
+def make_result(path: Path, original: str = SOFTMAX, champion: str = CHAMPION, accepted: bool = True,
+                bundle: str | None = None) -> OptimizeResult:  # fmt: skip
+    final = Verdict("accepted" if accepted else "not_faster", accepted,
+                    "1.347x faster (0.5845 → 0.4335 ms; 95% CI 1.331–1.354, 4 A/B rounds)" if accepted else "no",
+                    "softmax_row",
+                    details={"checked": [{"seed": 0, "shape": 0}], "roofline_floor_ms": 0.028,
+                             "candidate_pct_of_roofline": 6.4},
+                    stats={"speedup": 1.347, "ci_low": 1.331, "ci_high": 1.354, "baseline_median_ms": 0.5845,
+                           "candidate_median_ms": 0.4335},
+                    environment={"gpu": "NVIDIA H200"})  # fmt: skip
+    cands = [CandidateRecord(1, 0, "01c9ef24cbaded15", "tunable:BLOCK=64", "tuner", ["KL202"], None, "accepted",
+                             "1.347x faster", 1.347, 39.0, 0.5845, 0.4335),
+             CandidateRecord(1, 1, "abcdef0123456789", "restrict", "tuner", ["KL405"], 3.0, "not_faster",
+                             "not measurably faster", 1.001, 20.0, 0.5845, 0.5839)]  # fmt: skip
+    return OptimizeResult(path=str(path), entry="softmax_row", original_text=original,
+                          champion_text=champion if accepted else original, accepted=accepted, final=final,
+                          candidates=cands, rounds_run=1, stop_reason="round budget", bundle=bundle, wall_s=65.0,
+                          environment={"gpu": "NVIDIA H200", "driver": "580.159.04"})  # fmt: skip
+
+
+def invoke(*args: str) -> Result:
+    result = CliRunner().invoke(app, list(args))
+    assert "Traceback" not in result.output, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    return result
+
+
+def needs_no_gpu() -> str:
+    problem = local_gpu_problem()
+    if problem is None:
+        pytest.skip("this host has a GPU and ncu: the command would run for real")
+    return problem
+
+
+# --------------------------------------------------------------------------------------------------
+# Memory
+
+
+def test_memory_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / ".kernellsp" / "memory.json"
+    mem = Memory(path)
+    assert mem.records == [] and not path.exists()
+    recs = [
+        {"file": "softmax_row.cu", "entry": "softmax_row", "key": "k1", "transform": "tunable:BLOCK=64",
+         "verdict": "accepted", "measured_speedup": 1.34},
+        {"file": "softmax_row.cu", "entry": "softmax_row", "key": "k2", "transform": "restrict",
+         "verdict": "not_faster", "measured_speedup": 1.0},
+        {"file": "softmax_row.cu", "entry": "other", "key": "k3", "transform": "restrict", "verdict": "mismatch"},
+        {"file": "sub/softmax_row.cu", "entry": "softmax_row", "key": "k4", "transform": "float_literals",
+         "verdict": "accepted"},
+    ]  # fmt: skip
+    for r in recs:
+        mem.add(r)
+    mem.save()
+    assert path.is_file() and not path.with_suffix(".tmp").exists()
+    data = json.loads(path.read_text())
+    assert data == {"version": 1, "records": recs}
+    again = Memory(path)
+    assert again.records == recs
+    assert [r["key"] for r in again.tried("softmax_row.cu", "softmax_row")] == ["k1", "k2"]
+    assert [r["key"] for r in again.tried("softmax_row.cu", "other")] == ["k3"]
+    assert [r["key"] for r in again.tried("sub/softmax_row.cu", "softmax_row")] == ["k4"]
+    assert again.tried("nothing.cu", "softmax_row") == []
+    # Appending after a reload keeps what was there.
+    again.add({"file": "softmax_row.cu", "entry": "softmax_row", "key": "k5", "transform": "launch_bounds:256"})
+    again.save()
+    assert len(Memory(path).tried("softmax_row.cu", "softmax_row")) == 3
+
+
+def test_memory_survives_a_corrupt_file(tmp_path: Path) -> None:
+    path = tmp_path / "memory.json"
+    path.write_text("{not json")
+    mem = Memory(path)
+    assert mem.records == []
+    mem.add({"file": "a.cu", "entry": "k", "key": "x"})
+    mem.save()
+    assert Memory(path).records == [{"file": "a.cu", "entry": "k", "key": "x"}]
+
+
+def test_memory_feeds_the_tuner(ws: Path) -> None:
+    """What memory says was tried for this file and entry is not proposed again (as the loop wires it)."""
+    mem = Memory(state_dir(ws / "softmax_row.cu") / "memory.json")
+    mem.add({"file": "softmax_row.cu", "entry": "softmax_row", "key": "zzz", "transform": "tunable:BLOCK=128",
+             "verdict": "not_faster"})  # fmt: skip
+    mem.add({"file": "softmax_row.cu", "entry": "other_kernel", "key": "yyy", "transform": "restrict"})
+    mem.save()
+    model = parse_source(SOFTMAX)
+    bound = specmod.specs_from_source(model)[0][0]
+    tried = Memory(state_dir(ws / "softmax_row.cu") / "memory.json").tried("softmax_row.cu", "softmax_row")
+    ctx = ProposalContext("softmax_row.cu", SOFTMAX, SOFTMAX, "softmax_row", model, bound, tried=tried)
+    descs = [c.description for c in Tuner().propose(ctx, 100)]
+    assert "tunable:BLOCK=128" not in descs
+    assert "restrict" in descs  # tried for another entry only
+
+
+def test_state_dir_is_the_workspace_root(ws: Path) -> None:
+    sub = ws / "kernels"
+    sub.mkdir()
+    assert state_dir(sub / "a.cu") == ws / ".kernellsp"
+    assert state_dir(ws / "softmax_row.cu") == ws / ".kernellsp"
+
+
+# --------------------------------------------------------------------------------------------------
+# Apply, backup, revert
+
+
+def backups_index(path: Path) -> list[dict[str, str]]:
+    return json.loads((state_dir(path) / "backups" / "index.json").read_text())
+
+
+def test_apply_writes_the_champion_and_keeps_a_byte_identical_backup(ws: Path) -> None:
+    path = ws / "softmax_row.cu"
+    original_bytes = path.read_bytes()
+    backup = apply_result(path, make_result(path, bundle="some/bundle"))
+    assert path.read_text() == CHAMPION
+    assert backup.is_file() and backup.parent == ws / ".kernellsp" / "backups"
+    assert backup.name.startswith("softmax_row.cu.") and backup.suffix == ".bak"
+    assert backup.read_bytes() == original_bytes
+    assert not (ws / "softmax_row.cu.kernellsp-tmp").exists()
+    assert not (ws / "softmax_row.kernellsp.cu").exists()
+    [entry] = backups_index(path)
+    assert entry["file"] == str(path.resolve()) and entry["backup"] == str(backup)
+    assert entry["bundle"] == "some/bundle"
+    # revert restores the original byte for byte and forgets the backup.
+    restored_from = revert(path)
+    assert restored_from == backup
+    assert path.read_bytes() == original_bytes
+    assert backups_index(path) == []
+    with pytest.raises(ApplyError, match=r"no kernellsp backup of .*softmax_row\.cu"):
+        revert(path)
+
+
+def test_revert_refuses_when_the_file_changed_since_and_force_overrides(ws: Path) -> None:
+    path = ws / "softmax_row.cu"
+    backup = apply_result(path, make_result(path))
+    edited = CHAMPION + "\n// the user's own edit\n"
+    path.write_text(edited)
+    with pytest.raises(ApplyError) as exc:
+        revert(path)
+    msg = str(exc.value)
+    assert "changed after kernellsp wrote it" in msg and "--force" in msg and str(backup) in msg
+    assert path.read_text() == edited  # untouched
+    assert len(backups_index(path)) == 1
+    assert revert(path, force=True) == backup
+    assert path.read_text() == SOFTMAX
+
+
+def test_apply_refuses_when_the_file_changed_since_the_run_began(ws: Path) -> None:
+    path = ws / "softmax_row.cu"
+    edited = SOFTMAX.replace("// pass 1", "// pass one")
+    path.write_text(edited)
+    with pytest.raises(ApplyError) as exc:
+        apply_result(path, make_result(path))
+    side = ws / "softmax_row.kernellsp.cu"
+    assert "changed since the run began" in str(exc.value) and str(side) in str(exc.value)
+    assert side.read_text() == CHAMPION
+    assert path.read_text() == edited
+    assert not (state_dir(path) / "backups").exists()
+
+
+def test_apply_refuses_a_rejected_result(ws: Path) -> None:
+    path = ws / "softmax_row.cu"
+    with pytest.raises(ApplyError, match="nothing to apply"):
+        apply_result(path, make_result(path, accepted=False))
+    assert path.read_text() == SOFTMAX
+
+
+def test_revert_restores_the_newest_backup_first(ws: Path) -> None:
+    path = ws / "softmax_row.cu"
+    second = tuner_candidate(CHAMPION, "restrict")
+    apply_result(path, make_result(path))
+    apply_result(path, make_result(path, original=CHAMPION, champion=second))
+    assert path.read_text() == second
+    assert len(backups_index(path)) == 2
+    revert(path)
+    assert path.read_text() == CHAMPION
+    revert(path)
+    assert path.read_text() == SOFTMAX
+
+
+def test_backups_of_other_files_are_separate(ws: Path) -> None:
+    path = ws / "softmax_row.cu"
+    other = ws / "other.cu"
+    other.write_text("// other\n")
+    record_backup(other, "// other\n", "// other v2\n", None)
+    other.write_text("// other v2\n")
+    apply_result(path, make_result(path))
+    assert len(backups_index(path)) == 2
+    revert(path)
+    assert path.read_text() == SOFTMAX
+    assert other.read_text() == "// other v2\n"
+    revert(other)
+    assert other.read_text() == "// other\n"
+
+
+def test_side_file(ws: Path) -> None:
+    side = side_file(ws / "softmax_row.cu", CHAMPION)
+    assert side == ws / "softmax_row.kernellsp.cu" and side.read_text() == CHAMPION
+
+
+def test_cli_revert(ws: Path) -> None:
+    path = ws / "softmax_row.cu"
+    r = invoke("revert", "softmax_row.cu")
+    assert r.exit_code == 2 and "no kernellsp backup" in r.stderr
+    backup = apply_result(path, make_result(path))
+    path.write_text(CHAMPION + "// edit\n")
+    r = invoke("revert", "softmax_row.cu")
+    assert r.exit_code == 2 and "changed after kernellsp wrote it; use --force" in r.stderr
+    r = invoke("revert", "softmax_row.cu", "--force")
+    assert r.exit_code == 0 and r.stdout.strip() == f"restored softmax_row.cu from {backup}"
+    assert path.read_text() == SOFTMAX
+
+
+# --------------------------------------------------------------------------------------------------
+# history
+
+
+def test_cli_history(ws: Path) -> None:
+    r = invoke("history", "softmax_row.cu")
+    assert r.exit_code == 0 and r.stdout.strip() == "no history for softmax_row.cu"
+    mem = Memory(ws / ".kernellsp" / "memory.json")
+    mem.add({"file": "softmax_row.cu", "entry": "softmax_row", "key": "k1", "transform": "tunable:BLOCK=64",
+             "description": "tunable:BLOCK=64", "proposer": "tuner", "verdict": "accepted",
+             "predicted_gain_pct": None, "measured_speedup": 1.3466, "time": "20261121T214340Z"})  # fmt: skip
+    mem.add({"file": "softmax_row.cu", "entry": "softmax_row", "key": "k2", "transform": "one warp per row",
+             "description": "one warp per row", "proposer": "llm", "verdict": "mismatch",
+             "predicted_gain_pct": 40.0, "measured_speedup": None, "time": "20261121T214341Z"})  # fmt: skip
+    mem.add({"file": "other.cu", "entry": "k", "key": "k3", "description": "restrict", "proposer": "tuner",
+             "verdict": "not_faster", "measured_speedup": 1.001, "time": "20261121T214342Z"})  # fmt: skip
+    mem.save()
+    r = invoke("history", "softmax_row.cu")
+    assert r.exit_code == 0
+    lines = r.stdout.splitlines()
+    assert lines == [
+        "20261121T214340Z softmax_row.cu:softmax_row [tuner] tunable:BLOCK=64: accepted (predicted -, measured 1.347x)",
+        "20261121T214341Z softmax_row.cu:softmax_row [llm] one warp per row: mismatch (predicted 40%, measured -)",
+    ]
+    r = invoke("history")
+    assert r.exit_code == 0 and len(r.stdout.splitlines()) == 3 and "other.cu:k [tuner] restrict: not_faster" in r.stdout
+
+
+# --------------------------------------------------------------------------------------------------
+# Bundles
+
+
+def test_write_bundle(tmp_path: Path) -> None:
+    bundle = tmp_path / "run"
+    bundle.mkdir()
+    path = tmp_path / "softmax_row.cu"
+    result = make_result(path, bundle=str(bundle))
+    _write_bundle(bundle, path, result)
+    names = {p.name for p in bundle.iterdir()}
+    assert names == {"champion.cu", "diff.patch", "final-verdict.json", "summary.json", "environment.json", "summary.md"}
+    assert (bundle / "champion.cu").read_text() == CHAMPION
+    assert apply_unified_diff(SOFTMAX, (bundle / "diff.patch").read_text()) == CHAMPION
+    summary = json.loads((bundle / "summary.json").read_text())
+    assert summary["accepted"] is True and summary["final_verdict"] == "accepted" and summary["speedup"] == 1.347
+    assert summary["roofline"] == {"roofline_floor_ms": 0.028, "candidate_pct_of_roofline": 6.4}
+    assert [c["description"] for c in summary["candidates"]] == ["tunable:BLOCK=64", "restrict"]
+    assert json.loads((bundle / "final-verdict.json").read_text())["kind"] == "accepted"
+    assert json.loads((bundle / "environment.json").read_text())["gpu"] == "NVIDIA H200"
+    md = (bundle / "summary.md").read_text()
+    assert md.startswith("# kernellsp optimize softmax_row.cu :: softmax_row\n")
+    assert "Accepted: 1.347x faster" in md
+    assert "| 1 | tunable:BLOCK=64 | tuner | accepted | 1.347 | 1.347x faster |" in md
+    assert "| 1 | restrict | tuner | not_faster | 1.001 | not measurably faster |" in md
+    # A run without a verified winner says so and keeps the original as the champion.
+    rejected = make_result(path, accepted=False)
+    rejected.final = None
+    rejected.stop_reason = "no new candidates"
+    _write_bundle(bundle, path, rejected)
+    assert (bundle / "champion.cu").read_text() == SOFTMAX
+    assert (bundle / "diff.patch").read_text() == ""
+    assert "No verified improvement (no new candidates)." in (bundle / "summary.md").read_text()
+
+
+def apply_unified_diff(original: str, patch: str) -> str:
+    """Apply a unified diff (as difflib writes it) to ``original``; every context line must match."""
+    src = original.splitlines(keepends=True)
+    out: list[str] = []
+    pos = 0
+    lines = patch.splitlines(keepends=True)
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        m = re.match(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", line)
+        if not m:
+            assert line.startswith(("--- ", "+++ ")), line
+            i += 1
+            continue
+        start = int(m.group(1)) - (0 if m.group(2) == "0" else 1)
+        assert start >= pos
+        out += src[pos:start]
+        pos = start
+        i += 1
+        while i < len(lines) and not lines[i].startswith("@@"):
+            tag, body = lines[i][0], lines[i][1:]
+            if tag == " ":
+                assert src[pos] == body, (pos, src[pos], body)
+                out.append(body)
+                pos += 1
+            elif tag == "-":
+                assert src[pos] == body, (pos, src[pos], body)
+                pos += 1
+            elif tag == "+":
+                out.append(body)
+            else:
+                assert tag == "\\", lines[i]
+            i += 1
+    out += src[pos:]
+    return "".join(out)
+
+
+def test_committed_bundle_is_complete_and_consistent() -> None:
+    for name in ("original.cu", "champion.cu", "summary.json", "summary.md", "final-verdict.json", "diff.patch",
+                 "environment.json"):  # fmt: skip
+        assert (BUNDLE / name).is_file(), name
+    final = json.loads((BUNDLE / "final-verdict.json").read_text())
+    assert final["kind"] == "accepted" and final["accepted"] is True and final["entry"] == "softmax_row"
+    stats = final["stats"]
+    assert stats["ci_low"] <= stats["speedup"] <= stats["ci_high"] and stats["ci_low"] > 1.02
+    assert final["environment"]["gpu"] == "NVIDIA H200"
+    summary = json.loads((BUNDLE / "summary.json").read_text())
+    assert summary["entry"] == "softmax_row" and Path(summary["path"]).name == "softmax_row.cu"
+    assert summary["accepted"] is True and summary["final_verdict"] == "accepted"
+    assert summary["speedup"] == pytest.approx(stats["speedup"])
+    assert summary["final_stats"] == stats
+    assert {c["description"] for c in summary["candidates"]} == {"tunable:BLOCK=128", "tunable:BLOCK=64"}
+    assert all(c["proposer"] == "tuner" for c in summary["candidates"])
+    assert json.loads((BUNDLE / "environment.json").read_text()) == summary["environment"]
+    assert "Accepted: " + final["message"] in (BUNDLE / "summary.md").read_text()
+    # The original is the sample as committed.
+    assert (BUNDLE / "original.cu").read_text() == SOFTMAX
+
+
+def test_committed_bundle_champion_is_in_scope() -> None:
+    original = (BUNDLE / "original.cu").read_text()
+    champion = (BUNDLE / "champion.cu").read_text()
+    assert champion != original
+    targets = edit_targets(parse_source(original), "softmax_row")
+    r = check_scope(original, champion, targets, "softmax_row.cu", "softmax_row")
+    assert r.ok, r.reason
+    # Only the default block size changed: the winner's spec picks BLOCK = 64, everything else as written.
+    ospec = specmod.specs_from_source(parse_source(original))[0][0].spec
+    cspec = specmod.specs_from_source(parse_source(champion))[0][0].spec
+    assert cspec.tunables == {"BLOCK": [64, 256, 128, 32]}
+    assert cspec.model_dump(exclude={"tunables"}) == ospec.model_dump(exclude={"tunables"})
+
+
+def test_committed_bundle_diff_turns_the_original_into_the_champion() -> None:
+    original = (BUNDLE / "original.cu").read_text()
+    champion = (BUNDLE / "champion.cu").read_text()
+    patch = (BUNDLE / "diff.patch").read_text()
+    assert patch.startswith("--- a/softmax_row.cu\n+++ b/softmax_row.cu\n")
+    assert apply_unified_diff(original, patch) == champion
+
+
+def test_replay_refuses_what_is_not_a_bundle(tmp_path: Path) -> None:
+    with pytest.raises(OptimizeError, match="is not a kernellsp evidence bundle"):
+        replay(tmp_path, LocalRunner())
+    shutil.copy(BUNDLE / "summary.json", tmp_path / "summary.json")
+    with pytest.raises(OptimizeError, match=r"lacks original\.\* or champion\.\*"):
+        replay(tmp_path, LocalRunner())
+
+
+def test_replay_of_a_tampered_bundle_is_refused_by_the_scope_gate(tmp_path: Path) -> None:
+    """Replay re-verifies original vs champion: a champion edited outside the scope fails before any GPU step."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(BUNDLE, bundle)
+    champion = (bundle / "champion.cu").read_text()
+    (bundle / "champion.cu").write_text(champion.replace("rtol = 0.001", "rtol = 0.1"))
+    v, recorded = replay(bundle, LocalRunner())
+    assert recorded["kind"] == "accepted"
+    assert v.kind == "scope_violation" and "tolerance" in v.message and v.environment == {}
+
+
+def test_cli_replay_without_a_gpu_exits_2(ws: Path) -> None:
+    problem = needs_no_gpu()
+    r = invoke("replay", str(BUNDLE))
+    assert r.exit_code == 2 and r.stdout == ""
+    err = r.stderr.strip()
+    assert err.startswith("error: cannot replay: no GPU here") and problem in err and "--gpu-host" in err
+
+
+def test_cli_optimize_without_a_gpu_exits_2(ws: Path) -> None:
+    problem = needs_no_gpu()
+    r = invoke("optimize", "softmax_row.cu", "--proposer", "tuner")
+    assert r.exit_code == 2
+    err = r.stderr.strip()
+    assert err.startswith("error: cannot optimize: no GPU here") and problem in err
+    assert (ws / "softmax_row.cu").read_text() == SOFTMAX
+    assert not (ws / ".kernellsp" / "runs").exists()

@@ -1,0 +1,258 @@
+"""The verification gate on a machine without a GPU: everything decided before the first GPU step.
+
+``kernellsp.verify.verify`` checks the edit scope and the candidate's launch before it asks the
+runner for anything, so an out-of-scope candidate is refused (``scope_violation``) here with a
+real LocalRunner that is never used; a baseline without a spec raises VerifyError. The CLI needs a
+runner before it verifies: without a GPU and without --gpu-host it exits 2 saying so. With a
+--gpu-host that is never contacted it still refuses an out-of-scope candidate with exit 1.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from kernellsp.cli import app
+from kernellsp.profiling import local_gpu_problem
+from kernellsp.runner import LocalRunner, RunResult
+from kernellsp.verify import (
+    VERDICTS,
+    Verdict,
+    VerifyError,
+    VerifyOptions,
+    unified_diff,
+    verify,
+    write_evidence,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "samples"
+SOFTMAX = (SAMPLES / "softmax_row.cu").read_text()
+RELU = (SAMPLES / "relu_launcher.cu").read_text()
+SIG = "__global__ void softmax_row(const float* x, float* y, int rows, int cols)"
+
+
+class RecordingRunner(LocalRunner):
+    """A real LocalRunner that records every use; the tests below expect none."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def _note(self, what: str, arg: Any) -> None:
+        with self._lock:
+            self.calls.append((what, arg))
+
+    def new_workdir(self) -> str:
+        self._note("new_workdir", None)
+        return super().new_workdir()
+
+    def put(self, files: dict[str, bytes], workdir: str) -> None:
+        self._note("put", sorted(files))
+        super().put(files, workdir)
+
+    def run(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None = None,
+            env: dict[str, str] | None = None, gpu_lock: bool = False) -> RunResult:  # fmt: skip
+        self._note("run", argv)
+        return super().run(argv, workdir, timeout_s, cancel, env, gpu_lock)
+
+    def which(self, tool: str) -> str | None:
+        self._note("which", tool)
+        return super().which(tool)
+
+
+def edit(text: str, old: str, new: str) -> str:
+    assert old in text, old
+    return text.replace(old, new, 1)
+
+
+OUT_OF_SCOPE = {
+    "include added": (edit(SOFTMAX, "#include <math.h>", "#include <math.h>\n#include <cuda_fp16.h>"), "outside the targeted kernels"),
+    "macro added": (edit(SOFTMAX, "#include <math.h>", "#include <math.h>\n#define expf __expf"), "outside the targeted kernels"),
+    "signature changed": (edit(SOFTMAX, SIG, SIG.replace("int cols", "long cols")), "signature of softmax_row"),
+    "tolerance loosened": (edit(SOFTMAX, "rtol = 1e-3", "rtol = 1e-1"), "spec field 'tolerance'"),
+    "shapes dropped": (edit(SOFTMAX, "shapes = [{ ROWS = 1000, COLS = 100 }, { ROWS = 33, COLS = 1023 }, "
+                                     "{ ROWS = 1, COLS = 1 }]", "shapes = [{ ROWS = 1000, COLS = 100 }]"),
+                       "spec field 'shapes'"),
+    "tunable values changed": (edit(SOFTMAX, "BLOCK = [256, 128, 64, 32]", "BLOCK = [1024, 128, 64, 32]"),
+                               "tunables' names or values"),
+    "fast math flag": (edit(SOFTMAX, "tunables = {", 'flags = ["--use_fast_math"]\ntunables = {'), "--use_fast_math"),
+    "#define in the body": (edit(SOFTMAX, "    int row =", "#define expf __expf\n    int row ="), "preprocessor directive"),
+    "static cache": (edit(SOFTMAX, "    int row =", "    static float cache[16];\n    int row ="), "static/extern variable"),
+    "does not parse": (edit(SOFTMAX, "if (row >= rows) return;", "if (row >= rows) return; {{"), "does not parse"),
+    "kernel removed": (SOFTMAX[: SOFTMAX.index(SIG)], "removed or renamed softmax_row"),
+    "invalid launch": (edit(SOFTMAX, 'block = "BLOCK"', "block = 2048"), "launch is invalid"),
+    "unknown launch name": (edit(SOFTMAX, 'block = "BLOCK"', 'block = "THREADS"'), "launch is invalid"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(OUT_OF_SCOPE))
+def test_out_of_scope_candidate_is_refused_without_touching_the_runner(case: str) -> None:
+    candidate, words = OUT_OF_SCOPE[case]
+    runner = RecordingRunner()
+    messages: list[str] = []
+    v = verify(Path("softmax_row.cu"), SOFTMAX, candidate, "softmax_row", runner, VerifyOptions(),
+               progress=lambda m, _p: messages.append(m))  # fmt: skip
+    assert v.kind == "scope_violation" and v.kind in VERDICTS
+    assert not v.accepted
+    assert words in v.message, v.message
+    assert v.entry == "softmax_row"
+    assert v.stats is None and v.speedup is None
+    assert v.environment == {}  # not even the GPU/driver query ran
+    assert v.seconds >= 0
+    assert runner.calls == [], runner.calls
+    assert messages == []
+    json.dumps(v.to_dict())
+
+
+def test_scope_violation_records_the_line() -> None:
+    candidate = edit(SOFTMAX, SIG, SIG.replace("int cols", "long cols"))
+    v = verify(Path("softmax_row.cu"), SOFTMAX, candidate, "softmax_row", RecordingRunner())
+    assert v.details["line"] == SOFTMAX.splitlines().index(SIG)
+
+
+def test_host_launcher_edits_are_refused() -> None:
+    runner = RecordingRunner()
+    no_sync = edit(RELU, "    cudaDeviceSynchronize();\n", "")
+    v = verify(Path("relu_launcher.cu"), RELU, no_sync, "solve", runner)
+    assert v.kind == "scope_violation" and "host code" in v.message
+    spec_edit = edit(RELU, "shapes = [{ N = 1000 }, { N = 4097 }, { N = 1 }]", "shapes = [{ N = 1000 }]")
+    v = verify(Path("relu_launcher.cu"), RELU, spec_edit, "solve", runner)
+    assert v.kind == "scope_violation" and "spec field 'shapes'" in v.message
+    fast = edit(RELU, "sizes = { N = 16777216 }", 'sizes = { N = 16777216 }\nflags = ["-Xcompiler -ffast-math"]')
+    v = verify(Path("relu_launcher.cu"), RELU, fast, "solve", runner)
+    assert v.kind == "scope_violation" and "'-Xcompiler -ffast-math' is not allowed" in v.message
+    assert runner.calls == []
+
+
+def test_no_spec_raises_verify_error() -> None:
+    base = SOFTMAX[: SOFTMAX.index("/* kernellsp")] + SOFTMAX[SOFTMAX.index("*/\n") + 3 :]
+    assert "kernellsp" not in base.split("\n", 1)[1]
+    cand = edit(base, "* (1.0 / sum);", "* (1.0f / sum);")
+    runner = RecordingRunner()
+    with pytest.raises(VerifyError, match=r"softmax_row has no launch spec in the file; add one \(kernellsp check shows KL004\)"):
+        verify(Path("softmax_row.cu"), base, cand, "softmax_row", runner)
+    with pytest.raises(VerifyError, match="has no launch spec"):
+        verify(Path("softmax_row.cu"), base, base, "softmax_row", runner)
+    assert runner.calls == []
+
+
+def test_invalid_baseline_spec_raises_verify_error() -> None:
+    base = edit(SOFTMAX, 'count = "ROWS * COLS" }\nrows', 'count = "ROWS * COLS" }\nrowz')
+    with pytest.raises(VerifyError, match="the launch spec of softmax_row is invalid"):
+        verify(Path("softmax_row.cu"), base, base, "softmax_row", RecordingRunner())
+
+
+def test_launcher_without_kernels_raises_verify_error() -> None:
+    text = """\
+/* kernellsp
+sizes = { N = 16 }
+[args]
+x = { dtype = "f32", dir = "inout", count = "N" }
+n = { value = "N" }
+*/
+extern "C" void solve(float* x, int n)
+{
+    cudaMemset(x, 0, n * sizeof(float));
+}
+"""
+    with pytest.raises(VerifyError, match=r"solve launches no kernel defined in solve\.cu"):
+        verify(Path("solve.cu"), text, text, "solve", RecordingRunner())
+
+
+# --------------------------------------------------------------------------------------------------
+# write_evidence
+
+
+def test_write_evidence(tmp_path: Path) -> None:
+    candidate = OUT_OF_SCOPE["tolerance loosened"][0]
+    v = verify(Path("softmax_row.cu"), SOFTMAX, candidate, "softmax_row", RecordingRunner())
+    bundle = tmp_path / "evidence" / "nested"
+    write_evidence(bundle, Path("softmax_row.cu"), SOFTMAX, candidate, v)
+    assert sorted(p.name for p in bundle.iterdir()) == ["baseline.cu", "candidate.cu", "diff.patch", "verdict.json"]
+    assert (bundle / "baseline.cu").read_text() == SOFTMAX
+    assert (bundle / "candidate.cu").read_text() == candidate
+    diff = (bundle / "diff.patch").read_text()
+    assert diff == unified_diff(SOFTMAX, candidate, "softmax_row.cu")
+    assert diff.startswith("--- a/softmax_row.cu\n+++ b/softmax_row.cu\n")
+    assert "-tolerance = { rtol = 1e-3, atol = 1e-6 }" in diff and "+tolerance = { rtol = 1e-1, atol = 1e-6 }" in diff
+    data = json.loads((bundle / "verdict.json").read_text())
+    assert data["kind"] == "scope_violation" and data["accepted"] is False
+    assert data["message"] == v.message and data["entry"] == "softmax_row"
+    # An accepted verdict with stats and raw timings round-trips too.
+    ok = Verdict("accepted", True, "1.100x faster", "softmax_row", details={"checked": [{"seed": 0}]},
+                 stats={"speedup": 1.1, "ci_low": 1.05, "ci_high": 1.15}, environment={"gpu": "NVIDIA H200"},
+                 timings={"rounds": {"base": [{"timings_ms": [1.0]}]}})  # fmt: skip
+    write_evidence(bundle, Path("softmax_row.cu"), SOFTMAX, SOFTMAX, ok)
+    data = json.loads((bundle / "verdict.json").read_text())
+    assert data == ok.to_dict()
+    assert (bundle / "diff.patch").read_text() == ""
+
+
+# --------------------------------------------------------------------------------------------------
+# The CLI
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "kernellsp.toml").write_text("")
+    (ws / "softmax_row.cu").write_text(SOFTMAX)
+    (ws / "cand.cu").write_text(OUT_OF_SCOPE["tolerance loosened"][0])
+    monkeypatch.chdir(ws)
+    for var in ("KERNELLSP_GPU_HOST", "KERNELLSP_RUNNER"):
+        monkeypatch.delenv(var, raising=False)
+    return ws
+
+
+def invoke(*args: str) -> Result:
+    result = CliRunner().invoke(app, list(args))
+    assert "Traceback" not in result.output, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    return result
+
+
+def test_cli_verify_without_a_gpu_exits_2_naming_it(workspace: Path) -> None:
+    problem = local_gpu_problem()
+    if problem is None:
+        pytest.skip("this host has a GPU and ncu: the CLI would verify for real")
+    r = invoke("verify", "softmax_row.cu", "--candidate", "cand.cu")
+    assert r.exit_code == 2
+    assert r.stdout == ""
+    err = r.stderr.strip()
+    assert err.startswith("error: cannot verify: no GPU here")
+    assert problem in err
+    assert "--gpu-host" in err and "gpu_host setting" in err
+    assert "scope_violation" not in r.output
+
+
+def test_cli_verify_scope_violation_with_an_uncontacted_gpu_host(workspace: Path) -> None:
+    """With --gpu-host the runner exists; the scope gate refuses before ssh is ever started."""
+    r = invoke("verify", "softmax_row.cu", "--candidate", "cand.cu", "--gpu-host", "nobody@gpu.invalid",
+               "--evidence", "ev")  # fmt: skip
+    assert r.exit_code == 1, r.output
+    first = r.stdout.splitlines()[0]
+    assert first.startswith("scope_violation: the candidate changed spec field 'tolerance'")
+    assert json.loads((workspace / "ev" / "verdict.json").read_text())["kind"] == "scope_violation"
+    r = invoke("verify", "softmax_row.cu", "-c", "cand.cu", "--gpu-host", "nobody@gpu.invalid", "--json")
+    assert r.exit_code == 1
+    data = json.loads(r.stdout)
+    assert data["kind"] == "scope_violation" and data["accepted"] is False and data["environment"] == {}
+
+
+def test_cli_verify_argument_errors(workspace: Path) -> None:
+    r = invoke("verify", "softmax_row.cu", "--candidate", "missing.cu")
+    assert r.exit_code == 2 and "missing.cu: no such file" in r.stderr
+    r = invoke("verify", "nope.cu", "--candidate", "cand.cu")
+    assert r.exit_code == 2 and "nope.cu: no such file" in r.stderr
+    r = invoke("verify", "softmax_row.cu", "--candidate", "cand.cu", "--kernel", "other")
+    assert r.exit_code == 2 and "other has no launch spec" in r.stderr and "softmax_row" in r.stderr
+    r = invoke("verify", "softmax_row.cu")
+    assert r.exit_code == 2 and "--candidate" in r.output
