@@ -75,3 +75,20 @@ async def test_show_profile_and_background_profiling_off(client: LanguageClient,
     await wait_publications(client, uri2)
     notes = [m for m in client.messages if "background profiling is off" in m.message]
     assert len(notes) == 1, "the note is shown once per session"
+
+
+def test_show_profile_action_kinds() -> None:
+    """The "Show profile report" action: none before a profile, a quick fix on profile diagnostics."""
+    from kernellsp.lsp.features.optimize import show_profile_action
+
+    pos = types.Position(line=3, character=0)
+    rng = types.Range(start=pos, end=pos)
+    prof = types.Diagnostic(range=rng, message="line 4: uncoalesced", code="KL601", source="kernellsp")
+    static = types.Diagnostic(range=rng, message="restrict", code="KL405", source="kernellsp")
+    assert show_profile_action("file:///x.cu", False, [prof], None) is None
+    a = show_profile_action("file:///x.cu", True, [prof, static], None)
+    assert a is not None and a.kind == types.CodeActionKind.QuickFix and a.diagnostics == [prof]
+    assert a.command is not None and a.command.command == "kernellsp.showProfile"
+    b = show_profile_action("file:///x.cu", True, [static], None)
+    assert b is not None and b.kind == types.CodeActionKind.Source and b.diagnostics is None
+    assert show_profile_action("file:///x.cu", True, [static], [types.CodeActionKind.QuickFix]) is None

@@ -55,3 +55,22 @@ def test_sample_compiles(path: Path, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, f"{path.name} failed to compile:\n{proc.stderr}"
     assert out.is_file() and out.stat().st_size > 0
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+def test_sample_harness_compiles(path: Path, tmp_path: Path) -> None:
+    """Every sample's spec is runnable as written: kernellsp's harness for it builds with the real nvcc."""
+    from kernellsp import harness
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is not on PATH")
+    model = parse_file(path)
+    b = spec.specs_from_source(model)[0][0]
+    plan = harness.plan_harness(model, b.spec, b.entry)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / path.name).write_text(path.read_text())
+    (tmp_path / "h.cu").write_text(harness.generate_harness(plan, f"src/{path.name}"))
+    cmd = harness.harness_compile_command("h.cu", "h", "sm_90", plan.flags, nvcc=nvcc)
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"{path.name}: harness does not build:\n{proc.stderr[-2000:]}"

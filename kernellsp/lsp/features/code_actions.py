@@ -26,7 +26,7 @@ from kernellsp.source import Function, SourceModel
 log = logging.getLogger(__name__)
 
 MISSING_SPEC_CODE = "KL004"
-KINDS = [types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite]
+KINDS = [types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite, types.CodeActionKind.Source]
 
 
 def kind_requested(only: list[str] | None, kind: str) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +53,31 @@ def _entries(model: Any) -> list[str]:
     return [b.entry for b in spec.specs_from_source(model)[0]]
 
 
+SHOW_PROFILE = "kernellsp.showProfile"
+
+
+def show_profile_action(uri: str, has_profile: bool, diagnostics: list[types.Diagnostic],
+                        only: Sequence[str] | None) -> types.CodeAction | None:  # fmt: skip
+    """"Show profile report": a quick fix on profile diagnostics, a source action elsewhere."""
+    if not has_profile:
+        return None
+    on_profile = [d for d in diagnostics if str(d.code).startswith(("KL5", "KL6"))]
+    kind = types.CodeActionKind.QuickFix if on_profile else types.CodeActionKind.Source
+    if not kind_requested(list(only or []), kind):
+        return None
+    return types.CodeAction(title="Show profile report", kind=kind, diagnostics=on_profile or None,
+                            command=types.Command(title="Show profile report", command=SHOW_PROFILE, arguments=[uri]))  # fmt: skip
+
+
 def optimize_actions(ls: KernelLspServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-    """One "Optimize ENTRY with verified rewrite" action per spec'd entry the range touches."""
+    """One "Optimize ENTRY with verified rewrite" action per spec'd entry the range touches, and
+    "Show profile report" once the document has a profile."""
+    extra = show_profile_action(params.text_document.uri, params.text_document.uri in ls.profiles,
+                                list(params.context.diagnostics or []), params.context.only)  # fmt: skip
+    return ([extra] if extra else []) + _optimize_actions(ls, params)
+
+
+def _optimize_actions(ls: KernelLspServer, params: types.CodeActionParams) -> list[types.CodeAction]:
     quick = kind_requested(list(params.context.only or []), types.CodeActionKind.QuickFix)
     rewrite = kind_requested(list(params.context.only or []), types.CodeActionKind.RefactorRewrite)
     if not (quick or rewrite):
