@@ -69,11 +69,11 @@ async def test_show_profile_and_background_profiling_off(client: LanguageClient,
     text = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="kernellsp.showProfile", arguments=[uri]))
     assert text.startswith("no profile yet")
-    await wait_until(lambda: [m for m in client.messages if "background profiling is off" in m.message], 10,
+    await wait_until(lambda: [m for m in client.log_messages if "background profiling is off" in m.message], 10,
                      "the profiling-off note")
     uri2 = open_doc(client, workspace / "nospec.cu")
     await wait_publications(client, uri2)
-    notes = [m for m in client.messages if "background profiling is off" in m.message]
+    notes = [m for m in client.log_messages if "background profiling is off" in m.message]
     assert len(notes) == 1, "the note is shown once per session"
 
 

@@ -143,6 +143,13 @@ async def lsp_session(
         yield client
         await asyncio.wait_for(client.shutdown_session(), 15)
     finally:
+        # A server that did not exit after shutdown must not hang the test run: kill it.
+        proc = getattr(client, "_server", None)
+        if proc is not None and proc.returncode is None:
+            try:
+                await asyncio.wait_for(proc.wait(), 10)
+            except TimeoutError:
+                proc.kill()
         await client.stop()
 
 

@@ -409,10 +409,13 @@ def test_committed_bundle_champion_is_in_scope() -> None:
     targets = edit_targets(parse_source(original), "softmax_row")
     r = check_scope(original, champion, targets, "softmax_row.cu", "softmax_row")
     assert r.ok, r.reason
-    # Only the default block size changed: the winner's spec picks BLOCK = 64, everything else as written.
+    # Only the default block size changed: the winner's spec picks BLOCK = 128, everything else as written.
     ospec = specmod.specs_from_source(parse_source(original))[0][0].spec
     cspec = specmod.specs_from_source(parse_source(champion))[0][0].spec
-    assert cspec.tunables == {"BLOCK": [64, 256, 128, 32]}
+    assert cspec.tunables == {"BLOCK": [128, 256, 64, 32]}
+    # The rewrite changed exactly that one line of the spec; the user's text stays byte for byte.
+    changed = [(a, b) for a, b in zip(original.splitlines(), champion.splitlines(), strict=True) if a != b]
+    assert changed == [("tunables = { BLOCK = [256, 128, 64, 32] }", "tunables = { BLOCK = [128, 256, 64, 32] }")]
     assert cspec.model_dump(exclude={"tunables"}) == ospec.model_dump(exclude={"tunables"})
 
 
@@ -437,7 +440,9 @@ def test_replay_of_a_tampered_bundle_is_refused_by_the_scope_gate(tmp_path: Path
     bundle = tmp_path / "bundle"
     shutil.copytree(BUNDLE, bundle)
     champion = (bundle / "champion.cu").read_text()
-    (bundle / "champion.cu").write_text(champion.replace("rtol = 0.001", "rtol = 0.1"))
+    tampered = champion.replace("rtol = 1e-3", "rtol = 0.1")
+    assert tampered != champion
+    (bundle / "champion.cu").write_text(tampered)
     v, recorded = replay(bundle, LocalRunner())
     assert recorded["kind"] == "accepted"
     assert v.kind == "scope_violation" and "tolerance" in v.message and v.environment == {}

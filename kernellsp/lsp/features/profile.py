@@ -62,8 +62,11 @@ def maybe_start_profile(ls: KernelLspServer, uri: str, version: int | None, text
         return None
     runner, problem = _runner_for(ls)
     if runner is None:
-        if problem and "runner = none" not in problem:
-            ls.note_once("profile-off", f"kernellsp: background profiling is off: {problem}", types.MessageType.Info)
+        if problem and "runner = none" not in problem and "profile-off" not in ls.notes_shown:
+            # A log line, not a pop-up: most machines that edit CUDA have no GPU, and that is fine.
+            ls.notes_shown.add("profile-off")
+            ls.window_log_message(types.LogMessageParams(type=types.MessageType.Info,
+                                                         message=f"kernellsp: background profiling is off: {problem}"))  # fmt: skip
         return None
     settings = ls.settings
 
