@@ -216,9 +216,8 @@ def _launch_facts(fn: Function, model: SourceModel, bound: spec.BoundSpec | None
             with contextlib.suppress(exprs.ExprError):
                 out["smem_dynamic"] = exprs.evaluate_int(site.config[2], names)
         grid = site.config[0] if site.config else ""
-        if re.search(r"ceil_div|cdiv|\+.*-\s*1\s*\)?\s*/|\+\s*\w+\s*\)\s*/", grid) or (
-            "+" in grid and "/" in grid
-        ):
+        # ceil_div(n, b), (n + b - 1) / b and friends round the grid up: the last block can overshoot.
+        if re.search(r"ceil_div|cdiv", grid) or ("+" in grid and "/" in grid):
             overshoot = True
     if "block_size" not in out and fn.launch_bounds:
         first = fn.launch_bounds.split(",")[0]

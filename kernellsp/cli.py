@@ -241,7 +241,8 @@ def profile_cmd(
     raise typer.Exit(0)
 
 
-def _load_for_rewrite(file: Path) -> tuple[str, object]:
+def _read_cuda(file: Path) -> str:
+    """The file's text, or a usage error (exit 2) naming why it cannot be read."""
     from kernellsp.check import read_source
 
     if not file.exists():
@@ -249,8 +250,7 @@ def _load_for_rewrite(file: Path) -> tuple[str, object]:
     text, err = read_source(file)
     if text is None:
         raise _fail(f"{file}: {err}")
-    runner, problem = _make_runner(None if not os.environ.get("KERNELLSP_GPU_HOST") else os.environ["KERNELLSP_GPU_HOST"])
-    return text, (runner, problem)
+    return text
 
 
 def _pick_entry(file: Path, text: str, kernel: str | None) -> str:
@@ -332,7 +332,7 @@ def optimize(
 
     if proposer not in ("auto", "tuner", "llm"):
         raise _fail(f"--proposer {proposer}: expected auto, tuner or llm")
-    text, _ = _load_for_rewrite(file)
+    text = _read_cuda(file)
     entry = _pick_entry(file, text, kernel)
     root = find_workspace_root(file)
     try:
@@ -419,7 +419,7 @@ def verify(
     from kernellsp.verify import VerifyError, VerifyOptions, write_evidence
     from kernellsp.verify import verify as run_verify
 
-    text, _ = _load_for_rewrite(file)
+    text = _read_cuda(file)
     if not candidate.exists():
         raise _fail(f"{candidate}: no such file")
     ctext, err = read_source(candidate)

@@ -361,6 +361,14 @@ class ApplyError(RuntimeError):
     """The result could not be written; the user's file is untouched."""
 
 
+def _read_json(path: Path, error: type[RuntimeError]) -> Any:
+    """JSON from a file kernellsp wrote; a damaged file becomes ``error`` naming it, never a traceback."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise error(f"{path} cannot be read ({exc}); it was edited or damaged") from None
+
+
 def side_file(path: Path, text: str) -> Path:
     """Save a verified result next to ``path`` (``NAME.kernellsp.cu``) when it cannot be applied."""
     side = path.with_name(path.stem + ".kernellsp" + path.suffix)
@@ -376,7 +384,7 @@ def record_backup(path: Path, original: str, written: str, bundle: str | None) -
     backup = backups / f"{path.name}.{stamp}.bak"
     backup.write_text(original)
     index = backups / "index.json"
-    entries = json.loads(index.read_text()) if index.is_file() else []
+    entries = _read_json(index, ApplyError) if index.is_file() else []
     entries.append({"file": str(path.resolve()), "backup": str(backup), "written_hash": _hash(written),
                     "bundle": bundle, "time": stamp})  # fmt: skip
     index.write_text(json.dumps(entries, indent=1) + "\n")
@@ -401,7 +409,7 @@ def apply_result(path: Path, result: OptimizeResult) -> Path:
 def revert(path: Path, force: bool = False) -> Path:
     """Restore the newest backup of ``path``; refuses if the file changed since kernellsp wrote it."""
     index = state_dir(path) / "backups" / "index.json"
-    entries = json.loads(index.read_text()) if index.is_file() else []
+    entries = _read_json(index, ApplyError) if index.is_file() else []
     mine = [e for e in entries if e["file"] == str(path.resolve())]
     if not mine:
         raise ApplyError(f"no kernellsp backup of {path} (nothing was applied to it)")
@@ -420,12 +428,15 @@ def replay(bundle: Path, runner: Runner, options: VerifyOptions | None = None,
     summary_p = bundle / "summary.json"
     if not summary_p.is_file():
         raise OptimizeError(f"{bundle} is not a kernellsp evidence bundle (no summary.json)")
-    summary = json.loads(summary_p.read_text())
+    summary = _read_json(summary_p, OptimizeError)
     orig = next(bundle.glob("original.*"), None)
     champ = next(bundle.glob("champion.*"), None)
     if orig is None or champ is None:
         raise OptimizeError(f"{bundle} lacks original.* or champion.*")
-    recorded = json.loads((bundle / "final-verdict.json").read_text()) if (bundle / "final-verdict.json").is_file() else {}
+    verdict_p = bundle / "final-verdict.json"
+    recorded = _read_json(verdict_p, OptimizeError) if verdict_p.is_file() else {}
+    if not isinstance(summary, dict) or "entry" not in summary or "path" not in summary:
+        raise OptimizeError(f"{summary_p} lacks the entry or the path of the run")
     src_name = Path(summary["path"]).name
     # Verify in a scratch copy named like the original file, next to nothing else.
     v = verify(Path(src_name), orig.read_text(), champ.read_text(), summary["entry"], runner, options,

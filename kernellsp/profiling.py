@@ -436,8 +436,8 @@ def profile_file(
     ruleset = ruleset or rules.load_rules(spec.find_workspace_root(path))
     bound, issues = bind_specs(model, ws_specs or {}, None)
     errors = [i for i in issues if i.severity == "error"]
-    valid = [b for b in bound if not any(i.message.startswith("spec field") and f"of {b.entry}:" in i.message
-                                          for i in errors)]  # fmt: skip
+    valid = [b for b in bound
+             if not any(i.severity == "error" for i in spec.validate_against(b, model.function(b.entry), model))]
     if opts.kernels:
         valid = [b for b in valid if b.entry in opts.kernels]
     program_mode = not valid and model.has_main

@@ -36,7 +36,7 @@ from typing import Any
 
 from kernellsp import compare, harness, spec, timing
 from kernellsp.build import Cancelled
-from kernellsp.runner import Runner, RunnerError
+from kernellsp.runner import LocalRunner, Runner, RunnerError
 from kernellsp.scope import check_scope
 from kernellsp.source import SourceModel, parse_source
 
@@ -110,7 +110,8 @@ class _Session:
         self.opts = opts
         self.cancel = cancel
         self.wd = runner.new_workdir()
-        self.local = Path(self.wd) if runner.__class__.__name__ == "LocalRunner" else None
+        # Local results are read in place; remote ones are fetched first.
+        self.local = Path(self.wd) if isinstance(runner, LocalRunner) else None
         self.fetch_root: Path | None = None
         self.n = 0
         self.env: dict[str, Any] = {}

@@ -464,3 +464,26 @@ def test_cli_optimize_without_a_gpu_exits_2(ws: Path) -> None:
     assert err.startswith("error: cannot optimize: no GPU here") and problem in err
     assert (ws / "softmax_row.cu").read_text() == SOFTMAX
     assert not (ws / ".kernellsp" / "runs").exists()
+
+
+def test_damaged_bundle_and_backup_index_give_clear_errors(tmp_path: Path) -> None:
+    """Files kernellsp wrote that were edited or truncated fail with a message naming the file, not a traceback."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(BUNDLE, bundle)
+    (bundle / "summary.json").write_text('{"path": "softmax_row.cu", ')
+    with pytest.raises(OptimizeError, match=r"summary\.json cannot be read"):
+        replay(bundle, LocalRunner())
+    (bundle / "summary.json").write_text("{}")
+    with pytest.raises(OptimizeError, match="lacks the entry or the path"):
+        replay(bundle, LocalRunner())
+    ws2 = tmp_path / "ws"
+    ws2.mkdir()
+    (ws2 / "kernellsp.toml").write_text("")
+    f = ws2 / "k.cu"
+    f.write_text("__global__ void k() {}\n")
+    index = ws2 / ".kernellsp" / "backups" / "index.json"
+    index.parent.mkdir(parents=True)
+    index.write_text("[{")
+    with pytest.raises(ApplyError, match=r"index\.json cannot be read"):
+        revert(f)
+    assert f.read_text() == "__global__ void k() {}\n"
