@@ -7,6 +7,7 @@ colour is used only on a TTY.
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 from enum import StrEnum
@@ -149,7 +150,11 @@ def _make_runner(gpu_host: str | None) -> tuple[object | None, str | None]:
         settings = load_settings(find_workspace_root(Path.cwd()), {"gpu_host": gpu_host} if gpu_host else None)
     except SettingsError as exc:
         return None, str(exc)
-    return profiling_runner(settings)
+    runner, problem = profiling_runner(settings)
+    if runner is not None:
+        # An ssh runner's shared connection would otherwise outlive the command by its ControlPersist time.
+        atexit.register(runner.close)
+    return runner, problem
 
 
 def _add_profile_findings(report: object, paths: list[Path], arch: str, gpu_host: str | None, deep: bool,

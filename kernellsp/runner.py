@@ -132,6 +132,9 @@ class Runner(ABC):
     def cleanup(self, workdir: str) -> None:
         """Remove a scratch directory."""
 
+    def close(self) -> None:  # noqa: B027 - optional hook: only runners that hold something override it
+        """Release what the runner holds open (a local runner holds nothing)."""
+
     def cached_build(self, key: str, argv: list[str], out_rel: str, workdir: str, timeout_s: float,
                      cancel: threading.Event | None = None) -> RunResult:  # fmt: skip
         """Run the build ``argv`` unless a binary with this content ``key`` was built before on this host.
@@ -285,6 +288,18 @@ class LocalRunner(Runner):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+#: A Unix socket path holds at most 107 bytes on Linux (103 on macOS); ssh appends ".XXXXXXXXXXXXXXXX"
+#: to the ControlPath while it creates the socket.
+_MAX_CONTROL_DIR = 103 - len("/kernellsp-ssh-XXXXXXXX/cm") - 17
+
+
+def _socket_dir() -> str:
+    """Where the ssh control socket's directory goes: the temp dir, or /tmp when that path is too long for a socket
+    (macOS's per-user TMPDIR under /var/folders, a deep TMPDIR in CI)."""
+    tmp = tempfile.gettempdir()
+    return tmp if len(tmp) <= _MAX_CONTROL_DIR or not os.path.isdir("/tmp") else "/tmp"
+
+
 class SshRunner(Runner):
     """A remote GPU host reached with ssh (``user@host`` or an ssh config alias; ``host:port`` allowed)."""
 
@@ -297,7 +312,7 @@ class SshRunner(Runner):
         self.ssh = ssh
         self.connect_timeout_s = connect_timeout_s
         self.extra_options = list(extra_options or [])
-        self._control_dir = tempfile.mkdtemp(prefix="kernellsp-ssh-")
+        self._control_dir = tempfile.mkdtemp(prefix="kernellsp-ssh-", dir=_socket_dir())
         self._control = os.path.join(self._control_dir, "cm")
         self._which_cache: dict[str, str | None] = {}
         self._remote_root: str | None = None
@@ -463,8 +478,10 @@ class SshRunner(Runner):
 
     def close(self) -> None:
         """End the shared ssh connection."""
-        subprocess.run([self.ssh, "-o", f"ControlPath={self._control}", "-O", "exit", self.target],
-                       capture_output=True, timeout=10)  # fmt: skip
+        # Best effort: a master that is already gone, or an ssh that hangs, must not fail the caller's exit.
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run([self.ssh, "-o", f"ControlPath={self._control}", "-O", "exit", self.target],
+                           capture_output=True, timeout=10)  # fmt: skip
         shutil.rmtree(self._control_dir, ignore_errors=True)
 
 

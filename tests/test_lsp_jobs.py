@@ -253,3 +253,32 @@ async def test_shutdown_refuses_new_jobs(server: FakeServer) -> None:
 
     with pytest.raises(RuntimeError):
         jobs.start("file:///a.cu", "check", "t", work)
+
+
+# --------------------------------------------------------------------------------------------------
+# The GPU runner the jobs share
+
+
+def test_profile_and_optimize_share_one_runner_closed_at_shutdown() -> None:
+    """One runner per (runner, gpu_host) setting, so an ssh host is reached through one connection; the
+    server closes every runner it made when it shuts down (no ssh master or control dir left behind)."""
+    from pathlib import Path
+
+    from kernellsp.lsp.server import KernelLspServer
+    from kernellsp.runner import SshRunner
+    from kernellsp.settings import Settings
+
+    server = KernelLspServer()
+    server.settings = Settings(gpu_host="nobody@127.0.0.1:1")  # made lazily: nothing connects yet
+    first, problem = server.gpu_runner()
+    again, _ = server.gpu_runner()
+    assert problem is None and isinstance(first, SshRunner) and again is first
+    server.settings = Settings(gpu_host="nobody@127.0.0.1:2")
+    other, _ = server.gpu_runner()
+    assert isinstance(other, SshRunner) and other is not first
+    server.settings = Settings(runner="none")
+    assert server.gpu_runner() == (None, "profiling is off (runner = none)")
+    dirs = [Path(first._control_dir), Path(other._control_dir)]
+    assert all(d.is_dir() for d in dirs)
+    server.shutdown()
+    assert not any(d.exists() for d in dirs)

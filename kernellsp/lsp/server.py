@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ from kernellsp.check import FileReport
 from kernellsp.lsp.config import ServerOptions
 from kernellsp.lsp.jobs import JobManager
 from kernellsp.rules import RuleSet
+from kernellsp.runner import Runner
 from kernellsp.settings import Settings
 from kernellsp.source import SourceModel, parse_source
 
@@ -144,9 +146,27 @@ class KernelLspServer(LanguageServer):
         self._models: dict[str, tuple[int | None, SourceModel]] = {}
         self._error_shown: dict[str, float] = {}
         self._reporting = False
+        #: GPU runners made so far, per (runner, gpu_host) setting: with the reason when there is none.
+        self._runners: dict[tuple[str, str | None], tuple[Runner | None, str | None]] = {}
+        self._runners_lock = threading.Lock()
 
     # ---------------------------------------------------------------------------------------------
     # Helpers for the features
+
+    def gpu_runner(self) -> tuple[Runner | None, str | None]:
+        """The runner for GPU work under the current settings, or ``(None, reason)``.
+
+        Made once per ``(runner, gpu_host)`` (asking may start nvidia-smi) and shared by the profile
+        layer and the optimize command, so an ssh host is reached through one connection. A runner
+        for earlier settings stays open while jobs that started with it finish; all close at shutdown.
+        """
+        from kernellsp.profiling import profiling_runner
+
+        key = (self.settings.runner, self.settings.gpu_host)
+        with self._runners_lock:
+            if key not in self._runners:
+                self._runners[key] = profiling_runner(self.settings)
+            return self._runners[key]
 
     def position_encoding(self) -> str:
         """The negotiated position encoding: ``utf-8``, ``utf-16`` or ``utf-32``."""
@@ -269,6 +289,14 @@ class KernelLspServer(LanguageServer):
         for as long as the client keeps the pipe open (``kernellsp.lsp.main`` exits past it).
         """
         self.jobs.close()
+        with self._runners_lock:
+            for runner, _ in self._runners.values():
+                if runner is not None:
+                    try:
+                        runner.close()
+                    except Exception:  # an ssh master already gone: nothing to release
+                        log.debug("closing %s failed", runner.name, exc_info=True)
+            self._runners.clear()
         if self._thread_pool is not None:
             self._thread_pool.shutdown(wait=False, cancel_futures=True)
             self._thread_pool = None

@@ -37,7 +37,6 @@ from kernellsp.optimize import (
     record_backup,
     side_file,
 )
-from kernellsp.profiling import profiling_runner
 from kernellsp.proposers.base import ProposerError
 from kernellsp.rules import load_rules
 from kernellsp.runner import RunnerError
@@ -121,7 +120,7 @@ async def run_optimize(ls: KernelLspServer, uri: str, entry: str) -> dict[str, A
     text = doc.source
     path = ls.document_path(uri)
     settings = ls.settings
-    runner, problem = profiling_runner(settings)
+    runner, problem = ls.gpu_runner()
     if runner is None:
         msg = f"kernellsp: cannot optimize {entry}: {problem}"
         ls.notify(msg, types.MessageType.Warning)

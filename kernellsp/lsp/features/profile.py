@@ -23,9 +23,9 @@ from kernellsp import spec
 from kernellsp.lsp.convert import RangeMapper, diagnostic
 from kernellsp.lsp.jobs import ProgressReporter
 from kernellsp.lsp.server import KernelLspServer
-from kernellsp.profiling import ProfileError, ProfileOptions, format_outcome, profile_file, profiling_runner
+from kernellsp.profiling import ProfileError, ProfileOptions, format_outcome, profile_file
 from kernellsp.rules import load_rules
-from kernellsp.runner import Runner, RunnerError
+from kernellsp.runner import RunnerError
 from kernellsp.source import SourceModel
 
 log = logging.getLogger(__name__)
@@ -41,26 +41,13 @@ def wants_profile(model: SourceModel | None) -> bool:
     return model is not None and (bool(model.spec_blocks) or model.has_main)
 
 
-def _runner_for(ls: KernelLspServer) -> tuple[Runner | None, str | None]:
-    """The profiling runner for the current settings, decided once per settings (asking may start nvidia-smi)."""
-    key = (ls.settings.runner, ls.settings.gpu_host)
-    cached = _RUNNERS.get(id(ls))
-    if cached is None or cached[0] != key:
-        cached = (key, *profiling_runner(ls.settings))
-        _RUNNERS[id(ls)] = cached
-    return cached[1], cached[2]
-
-
-_RUNNERS: dict[int, tuple[tuple[str, str | None], Runner | None, str | None]] = {}
-
-
 def maybe_start_profile(ls: KernelLspServer, uri: str, version: int | None, text: str,
                         model: SourceModel | None) -> asyncio.Task[Any] | None:  # fmt: skip
     """Start the profile job of ``uri`` when profiling is possible and the file has something to run."""
     path = ls.document_path(uri)
     if not wants_profile(model):
         return None
-    runner, problem = _runner_for(ls)
+    runner, problem = ls.gpu_runner()
     if runner is None:
         if problem and "runner = none" not in problem and "profile-off" not in ls.notes_shown:
             # A log line, not a pop-up: most machines that edit CUDA have no GPU, and that is fine.
