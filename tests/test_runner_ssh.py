@@ -8,10 +8,14 @@ The "remote" host is this machine reached through sshd, so the remote side sees 
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import shutil
+import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -31,7 +35,7 @@ SECRETS = {"OPENAI_API_KEY": "sk-test-openai-0123456789", "MY_TOKEN": "tok-test-
 
 @pytest.fixture(scope="module")
 def runner(sshd_server: sshd.SshServer) -> Iterator[SshRunner]:
-    r = SshRunner(sshd_server.target, extra_options=sshd_server.options)
+    r = SshRunner(sshd_server.target, ssh=sshd_server.ssh, extra_options=sshd_server.options)
     yield r
     r.close()
 
@@ -170,7 +174,7 @@ def test_which_and_require_missing_tool(runner: SshRunner, sshd_server: sshd.Ssh
 def test_unreachable_host_fails_fast_and_names_the_fix(sshd_server: sshd.SshServer) -> None:
     port = sshd.free_port()  # nothing listens there
     target = f"{sshd_server.user}@127.0.0.1:{port}"
-    r = SshRunner(target, connect_timeout_s=5, extra_options=sshd_server.options)
+    r = SshRunner(target, ssh=sshd_server.ssh, connect_timeout_s=5, extra_options=sshd_server.options)
     try:
         t0 = time.monotonic()
         with pytest.raises(RunnerError) as ei:
@@ -190,9 +194,9 @@ def test_unreachable_host_fails_fast_and_names_the_fix(sshd_server: sshd.SshServ
 
 def test_wrong_key_is_unreachable_with_the_reason(sshd_server: sshd.SshServer, tmp_path: Path) -> None:
     key = tmp_path / "other_key"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, timeout=30)
+    subprocess.run([sshd.openssh().keygen, "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, timeout=30)
     opts = [o if o != str(sshd_server.key) else str(key) for o in sshd_server.options]
-    r = SshRunner(sshd_server.target, connect_timeout_s=5, extra_options=opts)
+    r = SshRunner(sshd_server.target, ssh=sshd_server.ssh, connect_timeout_s=5, extra_options=opts)
     try:
         with pytest.raises(RunnerError) as ei:
             r.root()
@@ -292,7 +296,7 @@ def test_gpu_lock_busy_is_reported(runner: SshRunner, workdir: str, sshd_server:
 
 
 def test_connection_is_reused(sshd_server: sshd.SshServer) -> None:
-    r = SshRunner(sshd_server.target, extra_options=sshd_server.options)
+    r = SshRunner(sshd_server.target, ssh=sshd_server.ssh, extra_options=sshd_server.options)
     try:
         before = _connections(sshd_server)
         wd = r.new_workdir()
@@ -359,3 +363,59 @@ def test_remote_json_round_trip_of_args(runner: SshRunner, workdir: str) -> None
     res = runner.run([sys.executable, "-c", "import json, sys; print(json.dumps(sys.argv[1:]))", *args], workdir, 30)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) == args
+
+
+def test_cli_gpu_host_leaves_no_ssh_master_behind(sshd_server: sshd.SshServer, tmp_path: Path) -> None:
+    """`kernellsp profile --gpu-host` closes its shared connection on exit (ControlPersist would keep it 120 s).
+
+    The ``ssh`` on PATH is a wrapper adding the test key, as a user's ~/.ssh/config would; TMPDIR puts
+    the control socket's directory under tmp_path, so this run's master is told apart from the others.
+    """
+    wrap = sshd_server.client_wrapper(tmp_path / "bin").parent
+    tmp = Path(tempfile.mkdtemp(prefix="kl-", dir="/tmp"))  # short: the socket path must fit in 107 bytes
+    env = {**os.environ, "PATH": f"{wrap}:{os.environ['PATH']}", "TMPDIR": str(tmp),
+           "KERNELLSP_CACHE_DIR": str(tmp_path / "cache")}  # fmt: skip
+    if shutil.which("nvidia-smi") is not None:
+        pytest.skip("this host has a GPU: the command would profile instead of failing fast")
+    res = subprocess.run([sys.executable, "-m", "kernellsp", "profile", str(REPO / "samples" / "vector_add.cu"),
+                          "--gpu-host", sshd_server.target], capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.startswith(f"error: no GPU on {sshd_server.target}: nvidia-smi not found there"), res.stderr
+    assert "Traceback" not in res.stderr
+    assert _connections(sshd_server) > 0
+    deadline = time.monotonic() + 5
+    while _ssh_processes_under(tmp) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    lingering = _ssh_processes_under(tmp)
+    for pid in lingering:  # do not leave it running when the assertion fails
+        os.kill(pid, signal.SIGTERM)
+    assert not lingering, "an ssh master outlived the command"
+    assert not list(tmp.glob("kernellsp-ssh-*")), "the control directory was left behind"
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_long_tmpdir_still_gets_a_control_socket(sshd_server: sshd.SshServer, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A TMPDIR too long for a Unix socket path (macOS's /var/folders/..., deep CI dirs) falls back to /tmp."""
+    deep = tmp_path / ("d" * 60) / ("e" * 40)
+    deep.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    r = SshRunner(sshd_server.target, ssh=sshd_server.ssh, extra_options=sshd_server.options)
+    try:
+        assert r._control_dir.startswith("/tmp/kernellsp-ssh-") and len(r._control) + 17 <= 103
+        assert r.root()
+    finally:
+        r.close()
+    assert not Path(r._control_dir).exists()
+
+
+def _ssh_processes_under(tmp: Path) -> list[int]:
+    pids = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(tmp) in cmd and sshd.alive(int(proc.name)):  # "ssh: TMP/.../cm [mux]" once backgrounded
+            pids.append(int(proc.name))
+    return pids
