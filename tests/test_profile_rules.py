@@ -1,4 +1,4 @@
-"""The profile rules (KL501-KL511, KL590, KL601-KL604) on a real Nsight Compute report, no GPU needed.
+"""The profile rules (KL501-KL511, KL590, KL601-KL604) on real Nsight Compute reports, no GPU needed.
 
 ``tests/fixtures/ncu/fast.ncu-rep`` holds the six probe kernels of ``tests/fixtures/ncu/kinds.cu``
 (copy_f4, transpose_smem_conflicts, divergent, spills, matmul_naive, reduce_atomic), recorded on an
@@ -6,6 +6,10 @@ H200 with the fast section set and source counters. The ground truth is the rule
 ``/work/shared/reference/ncu.md`` §4; the values quoted here are this report's (the H200 run: e.g.
 copy_f4 DRAM 81% of peak, transpose line 18 32-way bank conflicted, reduce_atomic's busiest L2
 atomic unit 33% against 0.4% on average).
+
+``tests/fixtures/ncu/fast-h100.ncu-rep`` is the same program and command recorded on an H100 80GB
+HBM3 (``tests/bench/record_probe.sh``): every rule fires on the same kernels and lines there (the
+last section of this file), with the H100's own values (e.g. copy_f4 DRAM 85% of a lower peak).
 
 Every rule gets a kernel where it fires and one where it must not. Three rules have no firing
 probe kernel, so their firing case evaluates the rule (:func:`kernellsp.rules.applies`) on a copy
@@ -141,27 +145,30 @@ def test_every_profile_rule_is_loaded(ruleset: rules.RuleSet) -> None:
     assert emitter is not None and emitter.code == "KL590"
 
 
+#: Which probe kernels each rule fires on: the same on the H200 and on the H100.
+EXPECTED_FIRES: dict[str, set[str]] = {
+    "KL501": {"copy_f4", "spills"},
+    "KL502": set(),
+    "KL503": {"matmul_naive", "transpose_smem_conflicts"},
+    "KL504": {"divergent"},
+    "KL505": {"reduce_atomic"},
+    "KL506": {"transpose_smem_conflicts", "spills", "reduce_atomic"},
+    "KL507": set(),
+    "KL508": {"copy_f4", "spills", "matmul_naive", "reduce_atomic"},
+    "KL509": {"reduce_atomic", "transpose_smem_conflicts"},
+    "KL510": set(),  # needs a spec; see test_kl510_*
+    "KL511": {"reduce_atomic"},
+    "KL590": set(KERNELS),
+    "KL601": {"spills"},
+    "KL602": {"transpose_smem_conflicts"},
+    "KL603": {"copy_f4", "transpose_smem_conflicts", "spills", "matmul_naive", "reduce_atomic"},
+    "KL604": {"divergent"},
+}
+
+
 def test_which_kernels_each_rule_fires_on(findings: list[Finding]) -> None:
     """One table, straight from ncu.md §4 (rules without a firing probe kernel: see the module doc)."""
-    expected = {
-        "KL501": {"copy_f4", "spills"},
-        "KL502": set(),
-        "KL503": {"matmul_naive", "transpose_smem_conflicts"},
-        "KL504": {"divergent"},
-        "KL505": {"reduce_atomic"},
-        "KL506": {"transpose_smem_conflicts", "spills", "reduce_atomic"},
-        "KL507": set(),
-        "KL508": {"copy_f4", "spills", "matmul_naive", "reduce_atomic"},
-        "KL509": {"reduce_atomic", "transpose_smem_conflicts"},
-        "KL510": set(),  # needs a spec; see test_kl510_*
-        "KL511": {"reduce_atomic"},
-        "KL590": set(KERNELS),
-        "KL601": {"spills"},
-        "KL602": {"transpose_smem_conflicts"},
-        "KL603": {"copy_f4", "transpose_smem_conflicts", "spills", "matmul_naive", "reduce_atomic"},
-        "KL604": {"divergent"},
-    }
-    assert {code: fires_on(findings, code) for code in PROFILE_RULES} == expected
+    assert {code: fires_on(findings, code) for code in PROFILE_RULES} == EXPECTED_FIRES
     assert {f.code for f in findings} <= set(PROFILE_RULES)
 
 
@@ -531,3 +538,57 @@ def test_roofline_position_from_fp32_counters(report: ProfileReport) -> None:
     peak = report.sm_count * 128 * 2 * kp.derived["sm_clock_hz"]
     assert values["fp32_pct_of_peak"] == pytest.approx(100 * flops / dur_s / peak)
     assert values["fp32_gflops"] == pytest.approx(flops / kp.derived["duration_ns"])
+
+
+# --------------------------------------------------------------------------------------------------
+# The same probe program on an H100 (tests/bench/record_probe.sh on an H100 80GB HBM3)
+
+
+@pytest.fixture(scope="module")
+def h100_report() -> ProfileReport:
+    return load_report(FIXTURES / "fast-h100.ncu-rep")
+
+
+@pytest.fixture(scope="module")
+def h100_findings(h100_report: ProfileReport, model: SourceModel, ruleset: rules.RuleSet) -> list[Finding]:
+    return profile_findings(h100_report, model, str(KINDS), ruleset, {}, {})[0]
+
+
+def test_h100_report_is_an_h100_run_of_the_same_program(h100_report: ProfileReport) -> None:
+    assert h100_report.gpu_name == "NVIDIA H100 80GB HBM3"
+    assert [k.name for k in h100_report.kernels] == KERNELS
+    assert h100_report.source_files["kinds.cu"] == KINDS.read_text()
+
+
+def test_h100_every_rule_fires_on_the_same_kernels(h100_findings: list[Finding]) -> None:
+    assert {code: fires_on(h100_findings, code) for code in PROFILE_RULES} == EXPECTED_FIRES
+
+
+def test_h100_findings_land_on_the_same_lines(h100_findings: list[Finding]) -> None:
+    (f601,) = of(h100_findings, "KL601")
+    assert f601.kernel == "spills" and f601.range.start_line == SPILLS_LOAD - 1
+    (f602,) = of(h100_findings, "KL602")
+    assert f602.range.start_line == TRANSPOSE_READ - 1 and f602.evidence["line_shared_nway"] == 32
+    assert lines(of(h100_findings, "KL603", "matmul_naive")) == [MATMUL_LOOP]
+    assert lines(of(h100_findings, "KL603", "spills")) == [SPILLS_LOAD, SPILLS_SUM]
+    assert lines(of(h100_findings, "KL604")) == [DIVERGENT_ODD, DIVERGENT_EVEN]
+
+
+def test_h100_values_and_ranking(h100_findings: list[Finding], h100_report: ProfileReport) -> None:
+    impacts = [f.impact for f in h100_findings]
+    assert impacts == sorted(impacts, reverse=True)
+    assert h100_findings[0].code == "KL511" and h100_findings[0].kernel == "reduce_atomic"
+    (copy,) = of(h100_findings, "KL501", "copy_f4")
+    # H100 HBM3 peaks near 3.35 TB/s: 85% is about 2.84 TB/s (the H200's 81% was of 4.8 TB/s).
+    assert "85% of peak DRAM bandwidth (2842 GB/s)" in copy.message
+    assert metrics(h100_report, "copy_f4")["dram_pct"] == pytest.approx(84.8, abs=0.5)
+    (f602,) = of(h100_findings, "KL602")
+    assert "97% of the line's shared wavefronts are replays" in f602.message
+
+
+def test_h100_kl510_with_the_specs(h100_report: ProfileReport, model: SourceModel, ruleset: rules.RuleSet) -> None:
+    specs = {"copy_f4": COPY_SPEC, "matmul_naive": MATMUL_SPEC}
+    found, _ = profile_findings(h100_report, model, str(KINDS), ruleset, specs, {})
+    assert fires_on(found, "KL510") == {"matmul_naive"}
+    assert metrics(h100_report, "copy_f4", COPY_SPEC)["dram_excess_ratio"] < 1.05
+    assert metrics(h100_report, "matmul_naive", MATMUL_SPEC)["dram_excess_ratio"] > 50

@@ -4,6 +4,7 @@ Run on a GPU host from the repository root::
 
     python -m tests.bench.bench_profile --write            # tests/bench/results/profile-<gpu>.md
     python -m tests.bench.bench_profile --write --fixtures # also keep the .ncu-rep files as test fixtures
+                                                           # (tests/fixtures/ncu/samples-<gpu>/)
 
 Per sample it prints the wall time of ``kernellsp profile`` (fast set, cold cache, one run), the
 kernel duration under ncu, the roofline position (share of DRAM and of FP32 peak), the bottleneck
@@ -26,14 +27,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "samples"
 RESULTS = ROOT / "tests" / "bench" / "results"
-FIXTURES = ROOT / "tests" / "fixtures" / "ncu" / "samples"
+FIXTURES = ROOT / "tests" / "fixtures" / "ncu"  # samples-<gpu>/ under it
 TARGET_S = 5.0
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--write", action="store_true", help="write tests/bench/results/profile-<gpu>.md and .json")
-    ap.add_argument("--fixtures", action="store_true", help="copy the .ncu-rep files to tests/fixtures/ncu/samples")
+    ap.add_argument("--fixtures", action="store_true", help="copy the .ncu-rep files and the sources to tests/fixtures/ncu/samples-<gpu>/")
     ap.add_argument("samples", nargs="*", help="sample file names (default: all)")
     args = ap.parse_args()
     files = [SAMPLES / s for s in args.samples] if args.samples else sorted(SAMPLES.glob("*.cu"))
@@ -77,17 +78,18 @@ def main() -> int:
               flush=True)  # fmt: skip
     table = render(rows, gpu)
     print(table)
+    slug = "h100" if "H100" in gpu else "h200" if "H200" in gpu else gpu.lower().replace(" ", "-")
     if args.write:
         RESULTS.mkdir(parents=True, exist_ok=True)
-        slug = "h100" if "H100" in gpu else "h200" if "H200" in gpu else gpu.lower().replace(" ", "-")
         (RESULTS / f"profile-{slug}.md").write_text(table)
         (RESULTS / f"profile-{slug}.json").write_text(json.dumps(rows, indent=2, default=str) + "\n")
     if args.fixtures:
-        FIXTURES.mkdir(parents=True, exist_ok=True)
+        fixtures = FIXTURES / f"samples-{slug}"
+        fixtures.mkdir(parents=True, exist_ok=True)
         for rep in reports.glob("*.ncu-rep"):
-            shutil.copy2(rep, FIXTURES / rep.name)
+            shutil.copy2(rep, fixtures / rep.name)
         for f in files:
-            shutil.copy2(f, FIXTURES / f.name)
+            shutil.copy2(f, fixtures / f.name)
     shutil.rmtree(cache, ignore_errors=True)
     return 0 if all("error" not in r for r in rows) else 1
 
