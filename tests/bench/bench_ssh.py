@@ -135,7 +135,9 @@ def render(rows: list[dict[str, Any]], replays: dict[str, Any], lenv: dict[str, 
         f"{first_connect:.2f} s.",
         "",
         "`kernellsp profile` (fast set, cold cache: harness build with nvcc, ncu, report read back) per runner; "
-        "findings compared by code and line (KL590, ncu's own rules, left out).",
+        "findings compared by code and line (KL590, ncu's own rules, left out). Per sample the local run goes first; "
+        "each runner builds the harness cold (the local build cache and the remote one are separate), so a "
+        "difference of a second or two either way is nvcc/ncu start-up noise, not ssh.",
         "",
         "| sample | local wall (s) | ssh wall (s) | ssh overhead (s) | kernel duration local / ssh (us) | same findings | findings |",
         "|---|---:|---:|---:|---|---|---|",
