@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import time
 import tomllib
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gpuinfo import gpu_slug, local_gpu_name
 
 from kernellsp.runner import LocalRunner
 from kernellsp.verify import VerifyError, VerifyOptions, verify
@@ -36,30 +36,13 @@ def expected(case: dict[str, Any]) -> list[str]:
     return list(case["expect_any"]) if "expect_any" in case else [case["expect"]]
 
 
-def gpu_name() -> str:
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=60).stdout  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return "unknown-gpu"
-    return out.strip().splitlines()[0].strip() if out.strip() else "unknown-gpu"
-
-
-def slug(gpu: str) -> str:
-    if "H100" in gpu:
-        return "h100"
-    if "H200" in gpu:
-        return "h200"
-    return "".join(ch if ch.isalnum() else "-" for ch in gpu.lower()).strip("-") or "gpu"
-
-
 def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def write_results(rows: list[dict[str, Any]], gpu: str, environment: dict[str, Any]) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
-    name = f"adversarial-{slug(gpu)}"
+    name = f"adversarial-{gpu_slug(gpu)}"
     payload = {"gpu": gpu, "options": OPTIONS, "environment": environment, "cases": rows}
     (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=1, default=str) + "\n")
     ok = sum(1 for r in rows if r["ok"])
@@ -92,7 +75,7 @@ def recorder(runner: LocalRunner) -> Iterator[dict[str, Any]]:
     """Collects every case's result; writes the JSON and markdown once, whatever failed."""
     from kernellsp.profiling import runner_environment
 
-    state: dict[str, Any] = {"rows": [], "gpu": gpu_name(), "environment": runner_environment(runner)}
+    state: dict[str, Any] = {"rows": [], "gpu": local_gpu_name() or "unknown-gpu", "environment": runner_environment(runner)}
     yield state
     # With pytest-xdist every worker has its own session: each writes its part, then (under a lock)
     # merges all parts written so far, so the last worker to finish leaves the complete table.

@@ -9,12 +9,12 @@ from __future__ import annotations
 import difflib
 import json
 import shutil
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from gpuinfo import gpu_slug, local_gpu_name
 from lsprotocol import types
 from test_lsp_support import (
     apply_text_edits,
@@ -36,8 +36,7 @@ PROFILE_CODES = {"KL501", "KL502", "KL503", "KL504", "KL505", "KL506", "KL507", 
 def _gpu() -> str:
     if shutil.which("nvidia-smi") is None or shutil.which("ncu") is None:
         pytest.skip("needs an NVIDIA GPU with ncu")
-    return subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                          text=True).stdout.strip()  # fmt: skip
+    return local_gpu_name()
 
 
 async def test_save_profiles_and_optimize_applies_a_verified_edit(tmp_path: Path) -> None:
@@ -108,7 +107,7 @@ async def test_save_profiles_and_optimize_applies_a_verified_edit(tmp_path: Path
         note("request", method="workspace/applyEdit", label=client.edits[0].label)
         assert diff
     RESULTS.mkdir(parents=True, exist_ok=True)
-    slug = "h100" if "H100" in gpu else "h200" if "H200" in gpu else gpu.lower().replace(" ", "-")
+    slug = gpu_slug(gpu)
     (RESULTS / f"lsp-transcript-{slug}.json").write_text(json.dumps({"gpu": gpu, "events": log, "diff": diff},
                                                                     indent=1, default=str) + "\n")  # fmt: skip
     md = [f"# Language server on {gpu}: save → profile diagnostics → verified rewrite", "",

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from gpuinfo import gpu_slug, local_gpu_name
 
 from kernellsp.optimize import OptimizeOptions, apply_result, optimize, replay, revert
 from kernellsp.profiling import runner_environment
@@ -35,12 +35,6 @@ def env(runner: LocalRunner) -> dict:
     return runner_environment(runner)
 
 
-def _gpu_slug() -> str:
-    name = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                          text=True).stdout.strip()  # fmt: skip
-    return "h100" if "H100" in name else "h200" if "H200" in name else name.lower().replace(" ", "-")
-
-
 def test_twenty_aa_comparisons_accept_nothing(runner: LocalRunner, env: dict) -> None:
     """The same kernel against itself, 20 times, alternating A B A B: the gate must never accept."""
     rows = []
@@ -55,7 +49,7 @@ def test_twenty_aa_comparisons_accept_nothing(runner: LocalRunner, env: dict) ->
                          "ci_low": v.stats["ci_low"], "ci_high": v.stats["ci_high"],
                          "baseline_ms": v.stats["baseline_median_ms"]})  # fmt: skip
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"aa-{_gpu_slug()}.json").write_text(json.dumps({"environment": env, "comparisons": rows}, indent=1) + "\n")
+    (RESULTS / f"aa-{gpu_slug(local_gpu_name())}.json").write_text(json.dumps({"environment": env, "comparisons": rows}, indent=1) + "\n")
     assert len(rows) == 20
     assert not [r for r in rows if r["kind"] == "accepted"], rows
 

@@ -16,7 +16,6 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from gpuinfo import gpu_slug, local_gpu_name  # noqa: E402  (tests/gpuinfo.py)
 from test_lsp_support import lsp_session, open_doc, publications, save_doc  # noqa: E402
 
 PROFILE = ("KL5", "KL6")
@@ -70,9 +70,8 @@ def main() -> int:
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
     gpu_name = ""
-    if shutil.which("nvidia-smi") and shutil.which("ncu"):
-        gpu_name = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                                  text=True).stdout.strip()  # fmt: skip
+    if shutil.which("ncu"):
+        gpu_name = local_gpu_name()
     runs = [asyncio.run(one_run(bool(gpu_name))) for _ in range(args.runs)]
     keys = ["open_to_static_s"] + (["save_to_profile_s", "resave_cached_s"] if gpu_name else [])
     where = gpu_name or f"CPU only ({os.cpu_count()} cores)"
@@ -87,7 +86,7 @@ def main() -> int:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.write:
-        slug = "h100" if "H100" in gpu_name else "h200" if "H200" in gpu_name else "cpu"
+        slug = gpu_slug(gpu_name)
         (ROOT / "tests" / "bench" / "results" / f"lsp-latency-{slug}.md").write_text(text)
     return 0
 

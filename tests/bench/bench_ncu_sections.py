@@ -18,7 +18,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from gpuinfo import gpu_slug, local_gpu_name  # noqa: E402  (tests/gpuinfo.py)
 
 from kernellsp import harness  # noqa: E402
 from kernellsp.profiling import EXTRA_METRICS, FAST_SECTIONS  # noqa: E402
@@ -66,14 +68,13 @@ def main() -> int:
         t0 = time.monotonic()
         subprocess.run(cmd, cwd=work, check=True, capture_output=True)
         rows.append((f"ncu: {label}", time.monotonic() - t0))
-    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                         text=True).stdout.strip()  # fmt: skip
+    gpu = local_gpu_name()
     lines = [f"# Cost of ncu sections on {args.sample} ({gpu})", "", "| step | wall (s) |", "|---|---:|"]
     lines += [f"| {k} | {v:.2f} |" for k, v in rows]
     out = "\n".join(lines) + "\n"
     print(out)
     if args.write:
-        slug = "h100" if "H100" in gpu else "h200" if "H200" in gpu else "gpu"
+        slug = gpu_slug(gpu)
         (ROOT / "tests" / "bench" / "results" / f"ncu-sections-{slug}.md").write_text(out)
     shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -21,7 +21,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from gpuinfo import gpu_slug  # noqa: E402  (tests/gpuinfo.py)
 
 from kernellsp.check import CheckOptions, check_text  # noqa: E402
 from kernellsp.optimize import OptimizeOptions, optimize  # noqa: E402
@@ -89,7 +91,7 @@ def main() -> int:
         print(f"{src.name}: {row['final_verdict']} speedup {row['speedup']:.3f} ({row['stop']}, {row['wall_s']:.0f} s)",
               flush=True)  # fmt: skip
     gpu = env.get("gpu", "?")
-    slug = "h100" if "H100" in gpu else "h200" if "H200" in gpu else gpu.lower().replace(" ", "-")
+    slug = gpu_slug(gpu)
     previous = RESULTS / f"optimize-{slug}.json"
     if args.write and args.samples and previous.is_file():
         # A run over some samples updates their rows and keeps the others (the suite can be split).

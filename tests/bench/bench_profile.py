@@ -25,6 +25,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from gpuinfo import gpu_slug  # noqa: E402  (tests/gpuinfo.py)
+
 SAMPLES = ROOT / "samples"
 RESULTS = ROOT / "tests" / "bench" / "results"
 FIXTURES = ROOT / "tests" / "fixtures" / "ncu"  # samples-<gpu>/ under it
@@ -78,7 +82,7 @@ def main() -> int:
               flush=True)  # fmt: skip
     table = render(rows, gpu)
     print(table)
-    slug = "h100" if "H100" in gpu else "h200" if "H200" in gpu else gpu.lower().replace(" ", "-")
+    slug = gpu_slug(gpu)
     if args.write:
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / f"profile-{slug}.md").write_text(table)

@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 import sshd  # noqa: E402  (tests/sshd.py)
+from gpuinfo import gpu_slug  # noqa: E402  (tests/gpuinfo.py)
 
 from kernellsp.optimize import replay  # noqa: E402
 from kernellsp.profiling import ProfileOptions, profile_file, runner_environment  # noqa: E402
@@ -107,7 +108,7 @@ def main() -> int:
     finally:
         sshd.stop_sshd(server)
     gpu = str(lenv.get("gpu", "?"))
-    slug = "h100" if "H100" in gpu else "h200" if "H200" in gpu else gpu.lower().replace(" ", "-")
+    slug = gpu_slug(gpu)
     local_cli = next((r["local"]["findings"] for r in rows if r["sample"] == cli["sample"]), None)
     cli["same_findings_as_local"] = local_cli == cli["findings"] if local_cli is not None else None
     text = render(rows, replays, lenv, renv, first_connect, server.ssh, cli)
