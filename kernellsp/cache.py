@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -87,3 +88,5 @@ def clear() -> None:
     c = _cache()
     if c is not None:
         c.clear()
+    # Harness binaries built by the local runner (kernellsp.runner.Runner.cached_build) live beside it.
+    shutil.rmtree(cache_dir() / "bin", ignore_errors=True)

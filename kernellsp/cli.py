@@ -12,13 +12,16 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from kernellsp import __version__
+
+if TYPE_CHECKING:
+    from kernellsp.settings import Settings
 
 app = typer.Typer(
     name="kernellsp",
@@ -74,7 +77,8 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 def check(
     paths: Annotated[list[Path], typer.Argument(help="CUDA files or directories.", show_default=False)],
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.text,
-    arch: Annotated[str, typer.Option(help="Target architecture for the build (sm_90, sm_80, ...).")] = "sm_90",
+    arch: Annotated[str | None, typer.Option(help="Target architecture for the build (sm_90, sm_80, ...; "
+                                                  "default: the `arch` setting, sm_90).")] = None,
     fail_on: Annotated[FailOn, typer.Option(help="Lowest severity that makes the exit code 1.")] = FailOn.info,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild even if the content hash is cached.")] = False,
     no_build: Annotated[bool, typer.Option("--no-build", help="Source-level rules only; do not run nvcc.")] = False,
@@ -92,9 +96,11 @@ def check(
     from kernellsp.output import format_json, format_sarif, format_text
     from kernellsp.rules import RuleError, load_rules
 
+    settings = _settings(Path(paths[0]) if paths else Path.cwd(), gpu_host)
+    arch = arch or settings.arch
     if arch.lower().replace("compute_", "sm_") not in ARCHS:
         raise _fail(f"--arch {arch}: unknown architecture (known: {', '.join(ARCHS)})")
-    options = CheckOptions(arch=arch, use_cache=not no_cache, build=not no_build, jobs=jobs)
+    options = CheckOptions(arch=arch, build_timeout_s=settings.build_timeout_s, use_cache=not no_cache, build=not no_build, jobs=jobs)
     interactive = err_console.is_terminal and output_format == OutputFormat.text
     try:
         if interactive:
@@ -107,7 +113,7 @@ def check(
     except RuleError as exc:
         raise _fail(f"malformed rule file: {exc}") from None
     if profile:
-        _add_profile_findings(report, paths, arch, gpu_host, deep, no_cache, interactive)
+        _add_profile_findings(report, paths, settings, arch, deep, no_cache, interactive)
     for note in report.notes:
         err_console.print(f"note: {note}", markup=False)
     if output_format == OutputFormat.json:
@@ -140,16 +146,22 @@ def check(
     raise typer.Exit(0)
 
 
-def _make_runner(gpu_host: str | None) -> tuple[object | None, str | None]:
-    """The runner for GPU work, or ``(None, reason)`` when this host cannot do it."""
-    from kernellsp.profiling import profiling_runner
+def _settings(anchor: Path, gpu_host: str | None = None) -> Settings:
+    """The settings of ``anchor``'s workspace (its kernellsp.toml / pyproject.toml, then KERNELLSP_*), with
+    ``--gpu-host`` on top, as the editor resolves them for that file; a bad settings file is a usage error."""
     from kernellsp.settings import SettingsError, load_settings
     from kernellsp.spec import find_workspace_root
 
     try:
-        settings = load_settings(find_workspace_root(Path.cwd()), {"gpu_host": gpu_host} if gpu_host else None)
+        return load_settings(find_workspace_root(anchor), {"gpu_host": gpu_host} if gpu_host else None)
     except SettingsError as exc:
-        return None, str(exc)
+        raise _fail(str(exc)) from None
+
+
+def _make_runner(settings: Settings) -> tuple[object | None, str | None]:
+    """The runner for GPU work, or ``(None, reason)`` when this host cannot do it."""
+    from kernellsp.profiling import profiling_runner
+
     runner, problem = profiling_runner(settings)
     if runner is not None:
         # An ssh runner's shared connection would otherwise outlive the command by its ControlPersist time.
@@ -157,7 +169,7 @@ def _make_runner(gpu_host: str | None) -> tuple[object | None, str | None]:
     return runner, problem
 
 
-def _add_profile_findings(report: object, paths: list[Path], arch: str, gpu_host: str | None, deep: bool,
+def _add_profile_findings(report: object, paths: list[Path], settings: Settings, arch: str, deep: bool,
                           no_cache: bool, interactive: bool) -> None:  # fmt: skip
     from kernellsp.check import CheckReport
     from kernellsp.profiling import ProfileOptions, profile_to_findings_for_check
@@ -165,12 +177,12 @@ def _add_profile_findings(report: object, paths: list[Path], arch: str, gpu_host
     from kernellsp.spec import find_workspace_root
 
     assert isinstance(report, CheckReport)
-    runner, problem = _make_runner(gpu_host)
+    runner, problem = _make_runner(settings)
     if runner is None:
         report.notes.append(f"profiling skipped: {problem}; static findings only")
         return
     files = [Path(fr.path) for fr in report.files if fr.error is None]
-    opts = ProfileOptions(arch=arch, deep=deep, use_cache=not no_cache)
+    opts = ProfileOptions.from_settings(settings, arch=arch, deep=deep, use_cache=not no_cache)
     ruleset = load_rules(find_workspace_root(Path(paths[0])))
     if interactive:
         with err_console.status("profiling…") as status:
@@ -195,7 +207,8 @@ def profile_cmd(
     gpu_host: Annotated[str | None, typer.Option("--gpu-host", help="Profile on user@host over ssh.")] = None,
     deep: Annotated[bool, typer.Option("--deep", help="Use the deep section set (ncu --set full; slow).")] = False,
     save_report: Annotated[Path | None, typer.Option("--save-report", help="Keep the .ncu-rep files here.")] = None,
-    arch: Annotated[str, typer.Option(help="Target architecture for the build.")] = "sm_90",
+    arch: Annotated[str | None, typer.Option(help="Target architecture for the build (default: the `arch` "
+                                                  "setting, sm_90).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Profile even if a cached result exists.")] = False,
     top: Annotated[int, typer.Option(help="Findings to show per kernel.")] = 5,
 ) -> None:
@@ -203,24 +216,25 @@ def profile_cmd(
     import json
 
     from kernellsp.build import Cancelled
-    from kernellsp.check import read_source
     from kernellsp.profiling import ProfileError, ProfileOptions, profile_file
     from kernellsp.runner import Runner, RunnerError
     from kernellsp.spec import find_workspace_root, load_workspace_specs
 
-    if not file.exists():
-        raise _fail(f"{file}: no such file")
-    text, err = read_source(file)
-    if text is None:
-        raise _fail(f"{file}: {err}")
-    runner, problem = _make_runner(gpu_host)
+    text = _read_cuda(file)
+    if save_report is not None:
+        try:  # before the GPU work: a bad destination is a usage error, not a lost profile
+            save_report.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _fail(f"--save-report {save_report}: {exc.strerror or exc}") from None
+    settings = _settings(file, gpu_host)
+    runner, problem = _make_runner(settings)
     if runner is None:
         raise _fail(f"cannot profile: {problem}")
     assert isinstance(runner, Runner)
     root = find_workspace_root(file)
     ws_specs = load_workspace_specs(root)[0] if root else {}
-    opts = ProfileOptions(arch=arch, deep=deep, use_cache=not no_cache, save_report_dir=save_report,
-                          kernels=kernel or None)  # fmt: skip
+    opts = ProfileOptions.from_settings(settings, deep=deep, use_cache=not no_cache, save_report_dir=save_report,
+                                        kernels=kernel or None, **({"arch": arch} if arch else {}))  # fmt: skip
     interactive = err_console.is_terminal and output_format == OutputFormat.text
     try:
         if interactive:
@@ -331,7 +345,6 @@ def optimize(
     from kernellsp.proposers.base import ProposerError
     from kernellsp.rules import load_rules
     from kernellsp.runner import Runner, RunnerError
-    from kernellsp.settings import SettingsError, load_settings
     from kernellsp.spec import find_workspace_root
     from kernellsp.verify import VerifyError, VerifyOptions
 
@@ -340,11 +353,8 @@ def optimize(
     text = _read_cuda(file)
     entry = _pick_entry(file, text, kernel)
     root = find_workspace_root(file)
-    try:
-        settings = load_settings(root)
-    except SettingsError as exc:
-        raise _fail(str(exc)) from None
-    runner, problem = _make_runner(gpu_host)
+    settings = _settings(file, gpu_host)
+    runner, problem = _make_runner(settings)
     if runner is None:
         raise _fail(f"cannot optimize: {problem}")
     assert isinstance(runner, Runner)
@@ -411,7 +421,8 @@ def verify(
     kernel: Annotated[str | None, typer.Option("--kernel", "-k", help="The spec'd entry.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
     seeds: Annotated[int, typer.Option(min=1, help="Input seeds for the correctness gate.")] = 3,
-    min_gain: Annotated[float, typer.Option(help="Minimum verified gain in percent.")] = 2.0,
+    min_gain: Annotated[float | None, typer.Option(help="Minimum verified gain in percent (default: the "
+                                                        "`min_gain_pct` setting, 2).")] = None,
     gpu_host: Annotated[str | None, typer.Option("--gpu-host", help="Run on user@host over ssh.")] = None,
     evidence: Annotated[Path | None, typer.Option(help="Write the evidence bundle here.")] = None,
 ) -> None:
@@ -419,19 +430,16 @@ def verify(
     import json
 
     from kernellsp.build import Cancelled
-    from kernellsp.check import read_source
     from kernellsp.runner import Runner, RunnerError
     from kernellsp.verify import VerifyError, VerifyOptions, write_evidence
     from kernellsp.verify import verify as run_verify
 
     text = _read_cuda(file)
-    if not candidate.exists():
-        raise _fail(f"{candidate}: no such file")
-    ctext, err = read_source(candidate)
-    if ctext is None:
-        raise _fail(f"{candidate}: {err}")
+    ctext = _read_cuda(candidate)
     entry = _pick_entry(file, text, kernel)
-    runner, problem = _make_runner(gpu_host)
+    settings = _settings(file, gpu_host)
+    min_gain = settings.min_gain_pct if min_gain is None else min_gain
+    runner, problem = _make_runner(settings)
     if runner is None:
         raise _fail(f"cannot verify: {problem}")
     assert isinstance(runner, Runner)
@@ -487,7 +495,7 @@ def replay(bundle: Annotated[Path, typer.Argument(help="An evidence bundle direc
     from kernellsp.runner import Runner, RunnerError
     from kernellsp.verify import VerifyError
 
-    runner, problem = _make_runner(gpu_host)
+    runner, problem = _make_runner(_settings(bundle, gpu_host))
     if runner is None:
         raise _fail(f"cannot replay: {problem}")
     assert isinstance(runner, Runner)

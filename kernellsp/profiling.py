@@ -16,7 +16,6 @@ impact. Results are cached by source, spec, flags, section set, GPU, driver and 
 from __future__ import annotations
 
 import math
-import re
 import shutil
 import tempfile
 import threading
@@ -74,6 +73,13 @@ class ProfileOptions:
     use_cache: bool = True
     save_report_dir: Path | None = None
     kernels: list[str] | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Any, **overrides: Any) -> ProfileOptions:
+        """The options the settings ask for (arch, section sets, timeouts); ``overrides`` win (command-line flags)."""
+        base = dict(arch=settings.arch, sections=list(settings.ncu_fast_sections), deep_set=settings.ncu_deep_set,
+                    timeout_s=settings.profile_timeout_s, build_timeout_s=settings.build_timeout_s)  # fmt: skip
+        return cls(**{**base, **overrides})
 
 
 @dataclass
@@ -172,10 +178,10 @@ def _query_environment(runner: Runner, timeout_s: float) -> dict[str, Any]:
             path = runner.which(tool)
             env[f"{tool}_path"] = path
             if path:
+                from kernellsp.toolchain import parse_version
+
                 v = runner.run([path, "--version"], wd, timeout_s)
-                m = re.search(r"V(\d+\.\d+\.\d+)", v.stdout) if tool == "nvcc" else re.search(
-                    r"Version\s+([\d.]+)", v.stdout)  # fmt: skip
-                env[f"{tool}_version"] = m.group(1) if m else v.stdout.strip().splitlines()[-1:]
+                env[f"{tool}_version"] = parse_version(v.stdout + v.stderr)
     finally:
         runner.cleanup(wd)
     return env
@@ -439,6 +445,11 @@ def profile_file(
     valid = [b for b in bound
              if not any(i.severity == "error" for i in spec.validate_against(b, model.function(b.entry), model))]
     if opts.kernels:
+        unknown = [k for k in opts.kernels if k not in {b.entry for b in valid}]
+        if unknown:
+            known = ", ".join(b.entry for b in valid) or "none"
+            raise ProfileError(f"{path.name}: {', '.join(unknown)}: no valid launch spec for that entry "
+                               f"(entries with one: {known})", "no_spec")  # fmt: skip
         valid = [b for b in valid if b.entry in opts.kernels]
     program_mode = not valid and model.has_main
     if not valid and not program_mode:
@@ -446,7 +457,8 @@ def profile_file(
                 else "add a `/* kernellsp ... */` launch spec above an entry (the 'Add launch spec' code action drafts one)")
         raise ProfileError(f"{path.name}: nothing to profile: no valid launch spec and no main(); {hint}", "no_spec")
     report_progress("querying the GPU", 2)
-    env = environment or runner_environment(runner)
+    # A copy: the report's own values are added below, and a caller may pass one environment for many files.
+    env = dict(environment or runner_environment(runner))
     phases: dict[str, float] = {"environment_s": time.monotonic() - t0}
     key = cache.digest(
         PROFILE_VERSION, text, *(spec.spec_to_toml(b.spec, True) for b in valid), opts.arch,
@@ -460,9 +472,8 @@ def profile_file(
             outcome = ProfileOutcome.from_dict(hit)
             outcome.cached = True
             return outcome
-    runner.require("nvcc")
+    nvcc = runner.require("nvcc")
     ncu = runner.require("ncu")
-    nvcc = runner.which("nvcc") or "nvcc"
     wd = runner.new_workdir()
     notes: list[str] = []
     reports: list[tuple[str, Path]] = []
@@ -503,7 +514,7 @@ def profile_file(
             tb = time.monotonic()
             exe = build_argv[build_argv.index("-o") + 1]
             bkey = cache.digest("bin", src_digest, " ".join(build_argv), str(env.get("nvcc_version")))
-            res = runner.cached_build(bkey, build_argv, exe, wd, opts.build_timeout_s, cancel)
+            res = runner.cached_build(bkey, build_argv, exe, wd, opts.build_timeout_s, cancel, opts.use_cache)
             phases[f"build_{label}_s"] = time.monotonic() - tb
             if res.returncode != 0:
                 raise ProfileError(f"building {label} for profiling failed: {_tail(res.output, 6)}", "build")
@@ -547,18 +558,24 @@ def profile_file(
             summaries.extend(s)
             env.setdefault("report_ncu_version", report.ncu_version)
             env.setdefault("clocks_under_ncu_hz", report.sm_clock_hz)
-            if opts.save_report_dir is not None:
-                opts.save_report_dir.mkdir(parents=True, exist_ok=True)
-                dest = opts.save_report_dir / f"{path.stem}.{label}.ncu-rep"
-                shutil.copy2(rep, dest)
-                saved.append(str(dest))
         phases["read_and_rules_s"] = time.monotonic() - tr
         env = {**env, "phases": phases}
         findings.sort(key=lambda f: (-f.impact, f.range.start_line, f.code))
         outcome = ProfileOutcome(path=str(path), findings=findings, kernels=summaries, environment=env,
-                                 notes=notes, wall_s=time.monotonic() - t0, reports=saved)  # fmt: skip
+                                 notes=notes, wall_s=time.monotonic() - t0)  # fmt: skip
         if opts.use_cache:
             cache.put("profile", key, outcome.to_dict())
+        if opts.save_report_dir is not None:
+            # After the cache: a bad destination must not cost the profile itself.
+            try:
+                opts.save_report_dir.mkdir(parents=True, exist_ok=True)
+                for label, rep in reports:
+                    dest = opts.save_report_dir / f"{path.stem}.{label}.ncu-rep"
+                    shutil.copy2(rep, dest)
+                    saved.append(str(dest))
+            except OSError as exc:
+                notes.append(f"could not keep the reports in {opts.save_report_dir}: {exc.strerror or exc}")
+            outcome.reports = saved
         report_progress("done", 100)
         return outcome
     finally:
@@ -581,6 +598,10 @@ def local_gpu_problem() -> str | None:
     if toolchain.find_tool("ncu") is None:
         return "ncu not found: " + toolchain.INSTALL_HINTS["ncu"]
     return None
+
+
+#: Failures of the GPU host rather than of one file.
+_HOST_FAILURES = frozenset({"unreachable", "no_gpu", "counters", "no_ncu", "no_nvcc", "profiler"})
 
 
 def profile_to_findings_for_check(
@@ -606,12 +627,12 @@ def profile_to_findings_for_check(
             if env is None:
                 env = runner_environment(runner)
             outcomes.append(profile_file(p, text, runner, options, ruleset, ws_specs, cancel, progress, env))
-        except ProfileError as exc:
-            notes.append(f"{p}: profiling skipped: {exc}")
-        except RunnerError as exc:
-            notes.append(f"{p}: profiling failed: {exc}")
-            if exc.kind in ("unreachable", "no_gpu", "counters", "no_ncu", "no_nvcc", "profiler"):
+        except (ProfileError, RunnerError) as exc:
+            if exc.kind in _HOST_FAILURES:
+                # The same failure would repeat for every other file: say it once and stop.
+                notes.append(f"{p}: profiling failed: {exc}")
                 break
+            notes.append(f"{p}: profiling skipped: {exc}")
     return outcomes, notes
 
 

@@ -136,16 +136,18 @@ class Runner(ABC):
         """Release what the runner holds open (a local runner holds nothing)."""
 
     def cached_build(self, key: str, argv: list[str], out_rel: str, workdir: str, timeout_s: float,
-                     cancel: threading.Event | None = None) -> RunResult:  # fmt: skip
+                     cancel: threading.Event | None = None, use_cache: bool = True) -> RunResult:  # fmt: skip
         """Run the build ``argv`` unless a binary with this content ``key`` was built before on this host.
 
-        The cache lives on the runner host (``<scratch root>/kernellsp-bin/<key>``), so an unchanged
-        baseline harness is compiled once per host, not once per candidate.
+        The cache lives on the runner host (the local cache directory's ``bin/``, or ``<scratch root>/bin/``
+        over ssh), so an unchanged baseline harness is compiled once per host, not once per candidate.
+        ``use_cache=False`` (``--no-cache``, ``KERNELLSP_NO_CACHE=1``) builds and stores nothing.
         """
-        if self._bin_cache_get(key, out_rel, workdir):
+        use_cache = use_cache and os.environ.get("KERNELLSP_NO_CACHE") != "1"
+        if use_cache and self._bin_cache_get(key, out_rel, workdir):
             return RunResult(0, "", f"(cached build {key})", 0.0)
         res = self.run(argv, workdir, timeout_s, cancel)
-        if res.returncode == 0:
+        if res.returncode == 0 and use_cache:
             self._bin_cache_put(key, out_rel, workdir)
         return res
 
@@ -238,7 +240,13 @@ class LocalRunner(Runner):
         lock_path = Path(tempfile.gettempdir()) / _LOCK_NAME
         import fcntl
 
-        with open(lock_path, "a+") as fh:
+        try:
+            # Read-only and world-readable: another user's kernellsp can take the same lock (flock needs no write).
+            fd = os.open(lock_path, os.O_RDONLY | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise RunnerError("lock", f"cannot open the GPU lock {lock_path}: {exc.strerror or exc} "
+                                      "(remove it, or point TMPDIR elsewhere)") from None  # fmt: skip
+        with os.fdopen(fd) as fh:
             t0 = time.monotonic()
             while True:
                 try:
@@ -367,8 +375,12 @@ class SshRunner(Runner):
             msg = err.decode(errors="replace").strip()
             raise RunnerError("unreachable", f"cannot reach {self.name} over ssh: {msg.splitlines()[-1] if msg else 'exit 255'} "
                                              "(check the host name, that sshd runs there, and that key-based login works: "
-                                             f"`ssh {self.name} true`)")  # fmt: skip
+                                             f"`{self._manual_ssh()} true`)")  # fmt: skip
         return res
+
+    def _manual_ssh(self) -> str:
+        """The plain ssh command that reaches the host (for messages: ``ssh -p 2222 user@host``)."""
+        return f"ssh {'-p ' + self.port + ' ' if self.port else ''}{self.target}"
 
     def root(self) -> str:
         if self._remote_root is None:
@@ -423,6 +435,9 @@ class SshRunner(Runner):
         # (ssh does not forward ours; SendEnv is not used).
         assigns = [f"HOME={shlex.quote(workdir)}", f"TMPDIR={shlex.quote(workdir)}", "NVIDIA_TF32_OVERRIDE=0",
                    'PATH="$PATH:/usr/local/cuda/bin"']  # fmt: skip
+        # The remote host's own CUDA settings (which GPU, where the driver libraries are) pass through, as
+        # the local runner keeps this host's: ${VAR+"VAR=$VAR"} is one word when set, nothing when unset.
+        assigns += [f'${{{k}+"{k}=${k}"}}' for k in _ENV_KEEP if k not in ("PATH", "NVIDIA_TF32_OVERRIDE", "TERM")]
         for k, v in (env or {}).items():
             if not _SECRET.search(k) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
                 assigns.append(f"{k}={shlex.quote(v)}")

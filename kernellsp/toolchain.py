@@ -90,7 +90,12 @@ def tool_version(name: str) -> str | None:
         proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    text = proc.stdout + proc.stderr
+    return parse_version(proc.stdout + proc.stderr)
+
+
+def parse_version(text: str) -> str | None:
+    """The version in a tool's ``--version`` output (nvcc's ``V13.0.88``, ncu's ``Version 2025.3.1.0``), else its
+    last line, or ``None`` for no output."""
     m = re.search(r"release\s+([\d.]+),\s*V([\d.]+)", text)
     if m:
         return m.group(2)

@@ -189,6 +189,7 @@ def start_sshd(tmp: Path, timeout_s: float = 20.0) -> SshServer:
         "MaxSessions 64\n"
         "MaxStartups 64:30:128\n"
         "LogLevel VERBOSE\n"
+        "AcceptEnv CUDA_VISIBLE_DEVICES\n"
     )
     log = tmp / "sshd.log"
     argv = [str(tools.sshd), "-D", "-e", "-f", str(config)]

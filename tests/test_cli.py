@@ -417,3 +417,48 @@ def test_no_arguments_prints_usage() -> None:
     result = invoke()
     assert result.exit_code in (0, 2)
     assert "Usage" in result.output and "check" in result.output
+
+
+# --------------------------------------------------------------------------------------------------
+# Settings come from the file's workspace, as in the editor
+
+
+def test_settings_of_the_files_workspace_apply_from_any_directory(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "kernellsp.toml").write_text('[settings]\narch = "sm_80"\n')
+    (ws / "k.cu").write_text(CLEAN)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    result = invoke("check", "-f", "json", str(ws / "k.cu"))
+    assert result.exit_code == 0, result.output
+    [f] = json.loads(result.stdout)["files"]
+    assert f["build"]["arch"] == "sm_80"
+    result = invoke("check", "-f", "json", "--arch", "sm_90", str(ws / "k.cu"))  # the flag wins
+    assert json.loads(result.stdout)["files"][0]["build"]["arch"] == "sm_90"
+    (ws / "kernellsp.toml").write_text("[settings]\nbuild_timeout_s = -5\n")
+    result = invoke("check", str(ws / "k.cu"))
+    assert result.exit_code == 2
+    assert "kernellsp.toml: setting 'build_timeout_s'" in result.stderr
+
+
+def test_profile_save_report_destination_checked_first(tmp_path: Path, in_repo: Path) -> None:
+    blocker = tmp_path / "afile"
+    blocker.write_text("not a directory")
+    result = invoke("profile", "samples/vector_add.cu", "--save-report", str(blocker / "reports"))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: --save-report {blocker / 'reports'}: ")
+
+
+def test_profile_unknown_kernel_is_named_not_replaced_by_the_program(tmp_path: Path) -> None:
+    from kernellsp.profiling import ProfileError, ProfileOptions, profile_file
+    from kernellsp.runner import LocalRunner
+
+    path = REPO / "samples" / "vector_add.cu"
+    with pytest.raises(ProfileError) as ei:  # raised before any runner work: no GPU needed
+        profile_file(path, path.read_text() + "\nint main() { return 0; }\n", LocalRunner(),
+                     ProfileOptions(kernels=["vector_ad"], use_cache=False))  # fmt: skip
+    assert ei.value.kind == "no_spec"
+    assert str(ei.value) == "vector_add.cu: vector_ad: no valid launch spec for that entry (entries with one: vector_add)"

@@ -398,3 +398,48 @@ def test_require_present_tool_returns_its_path(runner: LocalRunner) -> None:
     path = runner.require("sh")
     assert Path(path).is_file() and os.access(path, os.X_OK)
     assert runner.which("sh") == path
+
+
+# --------------------------------------------------------------------------------------------------
+# The GPU lock file and the harness build cache
+
+
+def test_gpu_lock_that_cannot_be_opened_is_named(runner: LocalRunner, workdir: str, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    locks = tmp_path / "locks"
+    (locks / "kernellsp-gpu.lock").mkdir(parents=True)  # a directory where the lock file should be
+    monkeypatch.setattr(tempfile, "tempdir", str(locks))
+    with pytest.raises(RunnerError) as ei:
+        runner.run(["true"], workdir, 5, gpu_lock=True)
+    assert ei.value.kind == "lock"
+    assert str(ei.value).startswith(f"cannot open the GPU lock {locks / 'kernellsp-gpu.lock'}: ")
+
+
+def test_cached_build_honours_no_cache(runner: LocalRunner, workdir: str, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    from kernellsp import cache
+
+    monkeypatch.setenv("KERNELLSP_CACHE_DIR", str(tmp_path / "cache"))
+    build = ["sh", "-c", "echo built > out; echo ran >> builds.log"]
+    assert runner.cached_build("k1", build, "out", workdir, 30).returncode == 0
+    assert (tmp_path / "cache" / "bin" / "k1").is_file()
+    runner.cached_build("k1", build, "out", workdir, 30)  # served from the cache
+    assert Path(workdir, "builds.log").read_text().count("ran") == 1
+    runner.cached_build("k1", build, "out", workdir, 30, use_cache=False)  # --no-cache builds again
+    monkeypatch.setenv("KERNELLSP_NO_CACHE", "1")
+    runner.cached_build("k2", build, "out", workdir, 30)
+    assert Path(workdir, "builds.log").read_text().count("ran") == 3
+    assert not (tmp_path / "cache" / "bin" / "k2").exists(), "KERNELLSP_NO_CACHE=1 stored a binary"
+    monkeypatch.delenv("KERNELLSP_NO_CACHE")
+    cache.clear()  # `kernellsp cache clear` drops the binaries too
+    assert not (tmp_path / "cache" / "bin").exists()
+
+
+def test_tool_versions_parse_to_one_string() -> None:
+    """The environment recorded with a profile (and keyed into its cache) holds version strings, never lists."""
+    from kernellsp.toolchain import parse_version
+
+    assert parse_version("nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 13.0, V13.0.88\n") == "13.0.88"
+    assert parse_version("NVIDIA (R) Nsight Compute Command Line Profiler\nVersion 2025.3.1.0 (build 36398880)\n") == "2025.3.1.0"
+    assert parse_version("ncu 2025.3 beta\n") == "ncu 2025.3 beta"
+    assert parse_version("") is None

@@ -184,7 +184,8 @@ def test_unreachable_host_fails_fast_and_names_the_fix(sshd_server: sshd.SshServ
         msg = str(ei.value)
         assert f"cannot reach {target} over ssh" in msg
         assert "Connection refused" in msg
-        assert "sshd runs there" in msg and f"`ssh {target} true`" in msg
+        # The suggested command must work as typed: ssh takes the port as -p, not as host:port.
+        assert "sshd runs there" in msg and f"`ssh -p {port} {sshd_server.user}@127.0.0.1 true`" in msg
         with pytest.raises(RunnerError) as ei:
             r.which("nvcc")
         assert ei.value.kind == "unreachable"
@@ -419,3 +420,18 @@ def _ssh_processes_under(tmp: Path) -> list[int]:
         if str(tmp) in cmd and sshd.alive(int(proc.name)):  # "ssh: TMP/.../cm [mux]" once backgrounded
             pids.append(int(proc.name))
     return pids
+
+
+def test_remote_cuda_settings_pass_through(sshd_server: sshd.SshServer, tmp_path: Path) -> None:
+    """The remote host's own CUDA_VISIBLE_DEVICES reaches the program (a multi-GPU host picks its GPU that way);
+    the test sshd accepts it from the client (AcceptEnv), as a host's login environment would set it."""
+    show = ["sh", "-c", 'echo "${CUDA_VISIBLE_DEVICES-unset}"']
+    for opts, expected in (([], "unset"), (["-o", "SetEnv=CUDA_VISIBLE_DEVICES=3"], "3")):
+        r = SshRunner(sshd_server.target, ssh=sshd_server.ssh, extra_options=[*sshd_server.options, *opts])
+        try:
+            wd = r.new_workdir()
+            res = r.run(show, wd, 30)
+            r.cleanup(wd)
+        finally:
+            r.close()
+        assert res.returncode == 0 and res.stdout.strip() == expected, res

@@ -61,8 +61,7 @@ def maybe_start_profile(ls: KernelLspServer, uri: str, version: int | None, text
         """Profile in the dedicated executor and publish the ``profile`` layer."""
         root = spec.find_workspace_root(path) if path.parent.is_dir() else ls.workspace_root()
         ws_specs = spec.load_workspace_specs(root)[0] if root else {}
-        options = ProfileOptions(arch=settings.arch, sections=list(settings.ncu_fast_sections),
-                                 deep_set=settings.ncu_deep_set, timeout_s=settings.profile_timeout_s)  # fmt: skip
+        options = ProfileOptions.from_settings(settings)
         ruleset = load_rules(root)
         try:
             outcome = await ls.jobs.run_blocking(
