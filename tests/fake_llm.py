@@ -13,6 +13,9 @@
 * ``slow``: sleeps ``slow_s`` seconds (past the client's timeout), then answers ``good``;
 * ``error``: HTTP 500 with an OpenAI error object;
 * ``usage``: the ``good`` answer reporting ``big_usage`` total tokens;
+* ``no_choices``: a well-formed completion with an empty ``choices`` list;
+* ``echo_key``: HTTP 401 whose message quotes the request's Authorization header (as some proxies do);
+* ``broken_body``: HTTP 200, ``Content-Type: application/json``, a body that is not JSON;
 * a dict ``{"content": str, "usage": (prompt, completion), "omit_usage": bool}`` for anything else.
 
 An empty queue answers HTTP 500 "script exhausted", so an unexpected extra call fails loudly.
@@ -193,7 +196,7 @@ class FakeLlm:
                       "total_tokens": prompt + completion},
         }  # fmt: skip
 
-    def _respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def _respond(self, body: dict[str, Any], headers: Any) -> tuple[int, dict[str, Any] | bytes]:
         beh = self._next()
         prompt_tokens = sum(len(str(m.get("content", ""))) for m in body.get("messages", [])) // 4
         if beh is None:
@@ -205,6 +208,15 @@ class FakeLlm:
             if beh.get("omit_usage"):
                 del payload["usage"]
             return 200, payload
+        if beh == "no_choices":
+            payload = self._completion(body, "", (prompt_tokens, 0))
+            payload["choices"] = []
+            return 200, payload
+        if beh == "echo_key":
+            return 401, {"error": {"message": f"invalid credentials: {headers.get('Authorization', '')}",
+                                   "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}}  # fmt: skip
+        if beh == "broken_body":
+            return 200, b'{"id": "chatcmpl-broken", "choices": [ {not json'
         if beh == "error":
             return 500, {"error": {"message": "The server had an error while processing your request.",
                                    "type": "server_error", "param": None, "code": None}}  # fmt: skip
@@ -224,8 +236,8 @@ class FakeLlm:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
+            def _send(self, status: int, payload: dict[str, Any] | bytes) -> None:
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
@@ -257,7 +269,7 @@ class FakeLlm:
                     self._send(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error",
                                                "param": None, "code": None}})  # fmt: skip
                     return
-                status, payload = fake._respond(body)
+                status, payload = fake._respond(body, self.headers)  # case-insensitive .get
                 self._send(status, payload)
 
         return Handler

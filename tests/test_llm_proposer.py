@@ -427,11 +427,12 @@ def test_key_is_sent_but_never_reported(fake: FakeLlm, ruleset: RuleSet, ctx: Pr
                                         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     secret = "sk-test-0123456789-secret"
     monkeypatch.setenv(NO_KEY_VAR, secret)
-    fake.script("malformed", "error")
+    fake.script("malformed", "echo_key")  # the server's error message quotes the key back
     prop = _proposer(fake, ruleset)
     with pytest.raises(ProposerError) as info:
         prop.propose(ctx, 4)
     assert _header(fake.requests[0], "Authorization") == f"Bearer {secret}"
+    assert "invalid credentials: Bearer ***" in str(info.value)
     assert secret not in str(info.value)
     assert secret not in repr(prop.calls) and secret not in repr(prop.dropped)
     assert all(secret not in str(m) for body in fake.chat_requests for m in body["messages"])
@@ -496,3 +497,43 @@ def test_later_rounds_quote_the_profiled_original(ruleset: RuleSet, ctx: Proposa
     assert "line 19 (83%, long_scoreboard 91%): `c[i] = a[i] + b[i];`" in user
     assert "line 15: `__global__ void vector_add(const float* a, const float* b, float* c, int n)`" in user
     assert "refer to it" in user and "round 2" in user
+
+
+# --------------------------------------------------------------------------------------------------
+# Answers the client cannot use: a ProposerError naming the endpoint, never a raw exception
+
+
+@pytest.mark.parametrize("behaviour", ["no_choices", "broken_body"])
+def test_unusable_completion_is_a_proposer_error(fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext,
+                                                 behaviour: str) -> None:  # fmt: skip
+    fake.script(behaviour)
+    prop = _proposer(fake, ruleset)
+    with pytest.raises(ProposerError) as info:
+        prop.propose(ctx, 4)
+    assert fake.base_url in str(info.value)
+    assert len(fake.chat_requests) == 1, "a protocol error is not retried like a bad answer"
+
+
+def test_absurd_numbers_in_the_answer_are_parse_errors(fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext) -> None:
+    huge = "9" * 5000  # more digits than Python's int parser accepts by default
+    fake.script({"content": answer(candidate(GRID_STRIDE, "grid-stride")).replace('"code"', f'"n": {huge}, "code"', 1)},
+                {"content": answer({**candidate(GRID_STRIDE, "grid-stride"), "predicted_gain_pct": 10**400})},
+                "good")  # fmt: skip
+    prop = _proposer(fake, ruleset)
+    assert prop.propose(ctx, 4)
+    errors = [c.get("parse_error", "") for c in prop.calls[:2]]
+    assert errors[0].startswith("not valid JSON: ") and errors[1]
+
+
+def test_negative_usage_cannot_refill_the_budget(fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext) -> None:
+    fake.script({"content": answer(candidate(GRID_STRIDE, "grid-stride")), "usage": (-1_000_000, 0)})
+    prop = _proposer(fake, ruleset)
+    prop.propose(ctx, 4)
+    assert prop.tokens_used > 0 and prop.calls[0]["usage_estimated"] is True
+
+
+def test_malformed_base_url_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(NO_KEY_VAR, "sk-test-key")  # past the key check, which comes first for a remote URL
+    with pytest.raises(ProposerError) as info:
+        LlmProposer(LlmSettings(base_url="http://[::1", model="m", api_key_env=NO_KEY_VAR), load_rules())
+    assert str(info.value).startswith("llm.base_url 'http://[::1' is not a usable URL")

@@ -75,7 +75,12 @@ def is_loopback(url: str) -> bool:
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    if not isinstance(v, int | float) or isinstance(v, bool):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:  # an integer too large for a float is not a usable number here
+        return False
 
 
 def _type_name(v: Any) -> str:
@@ -112,6 +117,8 @@ def extract_json(content: str) -> Any:
         return json.loads(body)
     except json.JSONDecodeError as exc:
         raise AnswerError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise AnswerError(f"not valid JSON: {exc}") from None
     except RecursionError:
         raise AnswerError("not valid JSON: nested too deeply") from None
 
@@ -138,7 +145,11 @@ class LlmProposer:
             key = PLACEHOLDER_KEY
         self._key = key
         self.rules = rules if rules is not None else load_rules()
-        self.client = openai.OpenAI(base_url=self.base_url, api_key=key, timeout=settings.timeout_s, max_retries=0)
+        try:
+            self.client = openai.OpenAI(base_url=self.base_url, api_key=key, timeout=settings.timeout_s, max_retries=0)
+        except Exception as exc:  # httpx rejects a malformed URL here (InvalidURL), before any call
+            raise ProposerError(f"llm.base_url {self.base_url!r} is not a usable URL ({exc}); give the server's "
+                                "address, e.g. http://127.0.0.1:8000/v1") from None
         #: Tokens reported by the endpoint over every call of this run (estimated where it reports none).
         self.tokens_used = 0
         #: One record per call: attempt, tokens, latency, outcome (for the evidence bundle).
@@ -206,7 +217,8 @@ class LlmProposer:
             record["error"] = msg
             log.info("%s", msg)
             raise ProposerError(msg) from None
-        except openai.OpenAIError as exc:
+        except (openai.OpenAIError, ValueError, TypeError) as exc:
+            # ValueError/TypeError: a 200 answer whose body the client cannot decode (e.g. broken JSON).
             record["latency_s"] = round(time.monotonic() - t0, 3)
             msg = self._scrub(f"the LLM call to {self.base_url} (model {self.model}) failed: {exc}")
             record["outcome"] = "error"
@@ -214,25 +226,22 @@ class LlmProposer:
             raise ProposerError(msg) from None
         record["latency_s"] = round(time.monotonic() - t0, 3)
         choices = getattr(resp, "choices", None)
-        if not isinstance(choices, list):
+        if not isinstance(choices, list) or not choices:
             record["outcome"] = "error"
             msg = (f"the LLM at {self.base_url} did not answer in the OpenAI chat-completions format; check "
                    "llm.base_url (it usually ends in /v1)")  # fmt: skip
             record["error"] = msg
             raise ProposerError(msg)
-        content = ""
-        finish = None
-        if choices:
-            msg_obj = getattr(choices[0], "message", None)
-            raw = getattr(msg_obj, "content", None)
-            content = raw if isinstance(raw, str) else "" if raw is None else str(raw)
-            finish = getattr(choices[0], "finish_reason", None)
+        msg_obj = getattr(choices[0], "message", None)
+        raw = getattr(msg_obj, "content", None)
+        content = raw if isinstance(raw, str) else "" if raw is None else str(raw)
+        finish = getattr(choices[0], "finish_reason", None)
         usage = getattr(resp, "usage", None)
         prompt_t: Any = getattr(usage, "prompt_tokens", None)
         completion_t: Any = getattr(usage, "completion_tokens", None)
         total_t: Any = getattr(usage, "total_tokens", None)
-        if not _is_number(total_t):
-            if _is_number(prompt_t) and _is_number(completion_t):
+        if not _is_number(total_t) or total_t < 0:
+            if _is_number(prompt_t) and _is_number(completion_t) and prompt_t >= 0 and completion_t >= 0:
                 total_t = prompt_t + completion_t
             else:
                 # No usage reported: estimate (about 4 characters per token) so the budget still holds.
