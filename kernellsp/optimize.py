@@ -210,7 +210,7 @@ def optimize(
     emit = on_event or (lambda _e: None)
     t0 = time.monotonic()
     model = parse_source(text, str(path))
-    bound = next((b for b in specmod.specs_from_source(model)[0] if b.entry == entry), None)
+    bound = specmod.entry_spec(model, entry)
     if bound is None:
         raise OptimizeError(f"{entry} has no launch spec: add one above it (the 'Add launch spec' code action drafts it)")
     if not proposers:
@@ -239,7 +239,8 @@ def optimize(
             break
         rounds_run = rnd
         cmodel = parse_source(champion, str(path))
-        cbound = next(b for b in specmod.specs_from_source(cmodel)[0] if b.entry == entry)
+        cbound = specmod.entry_spec(cmodel, entry)
+        assert cbound is not None  # the scope gate refuses a candidate without the entry's spec
         tried = memory.tried(rel, entry) + [{"key": r.key, "transform": r.description, "verdict": r.verdict,
                                             "description": r.description, "speedup": r.speedup_vs_champion}
                                            for r in records]  # fmt: skip

@@ -19,6 +19,7 @@ host timers, streams or the harness.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from kernellsp import spec as specmod
@@ -111,6 +112,32 @@ def _directive_in(region: bytes) -> str | None:
     return None
 
 
+def _parsed_directives(model: SourceModel, targets: set[str]) -> list[tuple[str, str, int]]:
+    """Preprocessor directives (other than ``#pragma``) the parser finds inside an editable region.
+
+    The line-based check misses a directive that follows a comment (``/**/ #define ...`` is still a
+    directive: comments are whitespace to the preprocessor); the parse tree does not.
+    """
+    found: list[tuple[str, str, int]] = []
+    if model.tree is None:
+        return found
+    spans = _editable_spans(model, targets)
+    data = model.text.encode("utf-8", errors="replace")
+    stack = [model.tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type.startswith("preproc_") and node.type not in ("preproc_arg", "preproc_params"):
+            text = data[node.start_byte : node.end_byte].decode("utf-8", errors="replace").strip()
+            if not text.startswith("#pragma"):
+                for start, end, label in spans:
+                    if start <= node.start_byte and node.end_byte <= end:
+                        found.append((text.splitlines()[0][:80] if text else node.type, label, node.start_point[0]))
+                        break
+                continue
+        stack.extend(node.children)
+    return sorted(found, key=lambda f: f[2])
+
+
 def _persistent_locals(model: SourceModel, targets: set[str]) -> list[tuple[str, str, int]]:
     """Function-scope ``static``/``extern`` variable (not ``__shared__``) inside an editable region.
 
@@ -183,6 +210,9 @@ def check_scope(baseline: str, candidate: str, targets: list[str] | set[str], pa
         d = _directive_in(region)
         if d is not None:
             return ScopeResult.violation(f"preprocessor directive {d!r} inside an editable region ({label}); only #pragma is allowed")
+    for d, label, line in _parsed_directives(cm, tset):
+        return ScopeResult.violation(f"preprocessor directive {d!r} inside an editable region ({label}); only #pragma "
+                                     "is allowed", line)  # fmt: skip
     known = {d for d, _, _ in _persistent_locals(bm, tset)}
     for decl, label, line in _persistent_locals(cm, tset):
         if decl in known:
@@ -193,14 +223,20 @@ def check_scope(baseline: str, candidate: str, targets: list[str] | set[str], pa
             "or a non-static constexpr", line)  # fmt: skip
     # Host-side functions must not have become device functions or vice versa (covered by the skeleton),
     # and a target kernel may not be turned into a host launcher (covered by kind). Now the specs.
-    bb = {b.entry: b for b in specmod.specs_from_source(bm)[0]}
-    cb = {b.entry: b for b in specmod.specs_from_source(cm)[0]}
+    bcount = Counter(b.entry for b in specmod.specs_from_source(bm)[0])
+    ccount = Counter(b.entry for b in specmod.specs_from_source(cm)[0])
+    for name in sorted(ccount):
+        if ccount[name] > bcount[name]:
+            # A second spec (e.g. in a comment inside a helper) would give the build other flags than the gate saw.
+            return ScopeResult.violation(f"the candidate adds a launch spec for {name}; edit the existing spec instead")
     for name in tset | ({entry} if entry else set()):
-        if name not in bb:
+        bspec = specmod.entry_spec(bm, name)
+        if bspec is None:
             continue
-        if name not in cb:
+        cspec = specmod.entry_spec(cm, name)
+        if cspec is None:
             return ScopeResult.violation(f"the candidate removed the launch spec of {name}")
-        r = check_spec_change(bb[name].spec, cb[name].spec)
+        r = check_spec_change(bspec.spec, cspec.spec)
         if not r.ok:
             return r
     return ScopeResult(True)

@@ -253,6 +253,15 @@ def _line_of(block: CommentBlock | None, field: str) -> int:
     return block.body_lines[best]
 
 
+def entry_spec(model: SourceModel, entry: str) -> BoundSpec | None:
+    """The launch spec of ``entry`` that builds and runs it: the first one bound to it in the file.
+
+    Every consumer (the scope gate, verification, the rewrite loop) must pick the same one; the scope
+    gate refuses a candidate that binds more specs to an entry than the baseline does.
+    """
+    return next((b for b in specs_from_source(model)[0] if b.entry == entry), None)
+
+
 def specs_from_source(model: SourceModel) -> tuple[list[BoundSpec], list[SpecIssue]]:
     """Find every spec comment block and bind it to its entry (``entry =`` or the next function)."""
     bound: list[BoundSpec] = []

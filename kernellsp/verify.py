@@ -152,8 +152,8 @@ def _bytes(r: harness.HarnessResult, name: str) -> bytes:
 
 
 def _entry_spec(model: SourceModel, entry: str) -> spec.BoundSpec:
-    bound, issues = spec.specs_from_source(model)
-    b = next((x for x in bound if x.entry == entry), None)
+    issues = spec.specs_from_source(model)[1]
+    b = spec.entry_spec(model, entry)
     if b is None:
         raise VerifyError(f"{entry} has no launch spec in the file; add one (kernellsp check shows KL004)")
     problems = [i for i in spec.validate_against(b, model.function(entry), model) + issues if i.severity == "error"]
@@ -195,7 +195,7 @@ def verify(
     bmodel = parse_source(baseline, str(path))
     cmodel = parse_source(candidate, str(path))
     bspec = _entry_spec(bmodel, entry)
-    cbound = next((x for x in spec.specs_from_source(cmodel)[0] if x.entry == entry), None)
+    cbound = spec.entry_spec(cmodel, entry)
     cspec = cbound.spec if cbound is not None else bspec.spec
     if cspec.launch is not None and bspec.spec.launch is not None:
         problems = [i for i in spec.validate_against(spec.BoundSpec(cspec, entry, "comment", cbound.block if cbound else None),

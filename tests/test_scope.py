@@ -415,3 +415,36 @@ def test_samples_are_in_scope_of_themselves() -> None:
         m = parse_source(text)
         entry = specmod.specs_from_source(m)[0][0].entry
         assert check_scope(text, text, edit_targets(m, entry), str(p), entry).ok, p.name
+
+
+# --------------------------------------------------------------------------------------------------
+# Holes found in review: a directive after a comment, a second spec for the entry
+
+
+def test_directive_after_a_comment_is_still_a_directive() -> None:
+    """``/**/ #define`` is a directive (comments are whitespace to the preprocessor): redefining the host's
+    cudaDeviceSynchronize from inside the kernel would let a launcher skip its synchronisation."""
+    base = (SAMPLES / "relu_launcher.cu").read_text()
+    cand = base.replace("int i = blockIdx.x", "/**/ #define cudaDeviceSynchronize() cudaSuccess\n    int i = blockIdx.x", 1)
+    assert cand != base
+    r = check_scope(base, cand, ["relu_kernel"], "relu_launcher.cu", "solve")
+    assert not r.ok
+    assert r.reason == ("preprocessor directive '#define cudaDeviceSynchronize() cudaSuccess' inside an editable "
+                        "region (kernel:relu_kernel); only #pragma is allowed")  # fmt: skip
+    pragma = base.replace("int i = blockIdx.x", "/**/ #pragma unroll\n    int i = blockIdx.x", 1)
+    assert check_scope(base, pragma, ["relu_kernel"], "relu_launcher.cu", "solve").ok
+
+
+def test_a_second_spec_for_the_entry_is_refused() -> None:
+    """A spec hidden in a helper's body, bound to the entry ahead of the real one, would build the candidate
+    with flags the gate never saw (``--use_fast_math``, ``-D...``): every consumer takes the first spec."""
+    base = (SAMPLES / "vector_add.cu").read_text()
+    real = base[base.index("/* kernellsp") : base.index("*/") + 2]
+    evil = real.replace("/* kernellsp", '/* kernellsp\nentry = "vector_add"').replace(
+        "tunables", 'flags = ["--use_fast_math", "-DEVIL=1"]\ntunables')  # fmt: skip
+    at = base.index("/* kernellsp")
+    cand = base[:at] + "__device__ float helper_x(float v) {\n" + evil + "\n    return v; }\n" + base[at:]
+    first = specmod.entry_spec(parse_source(cand, "vector_add.cu"), "vector_add")
+    assert first is not None and "--use_fast_math" in first.spec.flags  # what the build would use
+    r = check_scope(base, cand, ["vector_add"], "vector_add.cu", "vector_add")
+    assert not r.ok and r.reason == "the candidate adds a launch spec for vector_add; edit the existing spec instead"
