@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import threading
 import time
@@ -101,6 +102,8 @@ class OptimizeResult:
     environment: dict[str, Any]
     #: The candidate chosen as champion in each round that found a gain, in order.
     winners: list[str] = field(default_factory=list)
+    #: The gate settings of the final verification (``replay`` re-runs it with these).
+    verify_options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def speedup(self) -> float | None:
@@ -118,7 +121,7 @@ class OptimizeResult:
             "roofline": {k: v for k, v in (self.final.details if self.final else {}).items() if "roofline" in k},
             "rounds": self.rounds_run, "stop_reason": self.stop_reason, "bundle": self.bundle, "winners": self.winners,
             "wall_s": self.wall_s, "candidates": [asdict(c) for c in self.candidates],
-            "environment": self.environment,
+            "environment": self.environment, "verify_options": self.verify_options,
         }  # fmt: skip
 
 
@@ -138,11 +141,14 @@ class Memory:
         self.path = path
         self.records: list[dict[str, Any]] = []
         if path.is_file():
+            # A damaged history (it is only a record of attempts) starts afresh rather than stopping the loop.
             try:
                 data = json.loads(path.read_text())
-                self.records = list(data.get("records", []))
             except (OSError, ValueError):
-                self.records = []
+                data = None
+            records = data.get("records") if isinstance(data, dict) else None
+            self.records = [r for r in records if isinstance(r, dict) and isinstance(r.get("file"), str)
+                            and isinstance(r.get("entry"), str)] if isinstance(records, list) else []  # fmt: skip
 
     def tried(self, file: str, entry: str) -> list[dict[str, Any]]:
         return [r for r in self.records if r.get("file") == file and r.get("entry") == entry]
@@ -200,6 +206,8 @@ def optimize(
     """Run the loop on ``entry`` of ``path`` (whose current text is ``text``)."""
     from kernellsp.profiling import runner_environment
 
+    # Always an event: an interrupt in the caller's thread must reach the candidates verifying in the pool.
+    cancel = cancel if cancel is not None else threading.Event()
     opts = options or OptimizeOptions()
     opts.verify.min_gain_pct = opts.min_gain_pct
     # Rounds only select a champion: one seed and no sanitizer keep them quick. The final verification
@@ -260,7 +268,7 @@ def optimize(
         if not cands:
             stop = "no new candidates"
             break
-        best: tuple[float, Candidate] | None = None
+        best: tuple[float, Candidate, Verdict] | None = None
 
         def check(i: int, cand: Candidate, base: str = champion, rnd: int = rnd, n: int = len(cands)) -> tuple[Verdict, float]:
             emit({"event": "candidate", "round": rnd, "index": i, "of": n, "description": cand.description,
@@ -277,7 +285,13 @@ def optimize(
         # Candidates build in parallel; their GPU steps serialise on the runner's GPU lock.
         with ThreadPoolExecutor(max_workers=max(1, min(len(cands), opts.parallel))) as pool:
             futures = [pool.submit(check, i, cand) for i, cand in enumerate(cands)]
-            outcomes = [f.result() for f in futures]
+            try:
+                outcomes = [f.result() for f in futures]
+            except BaseException:
+                # Ctrl-C (or any error) here: stop the running verifications now, not after they finish
+                # (leaving the with-block waits for every worker).
+                cancel.set()
+                raise
         for i, (cand, (v, secs)) in enumerate(zip(cands, outcomes, strict=True)):
             rec = CandidateRecord(rnd, i, cand.key, cand.description, cand.proposer, cand.rules, cand.predicted_gain_pct,
                                   v.kind, v.message, v.speedup, secs,
@@ -297,7 +311,7 @@ def optimize(
             emit({"event": "verdict", "round": rnd, "index": i, "verdict": v.kind, "message": v.message,
                   "speedup": v.speedup, "best": champion_speedup})  # fmt: skip
             if v.accepted and v.speedup and (best is None or v.speedup > best[0]):
-                best = (v.speedup, cand)
+                best = (v.speedup, cand, v)
         if best is None:
             no_gain += 1
             if no_gain >= opts.patience:
@@ -309,6 +323,10 @@ def optimize(
         champion = best[1].text
         champion_speedup *= best[0]
         emit({"event": "champion", "round": rnd, "description": best[1].description, "speedup": champion_speedup})
+        roofline_pct = best[2].details.get("candidate_pct_of_roofline")
+        if roofline_pct is not None and roofline_pct >= opts.near_roofline_pct:
+            stop = "near the roofline"  # little left to gain; the final verification still runs
+            break
     final: Verdict | None = None
     if champion != text and not (cancel is not None and cancel.is_set()):
         say("final verification of the champion against the original", None)
@@ -318,17 +336,13 @@ def optimize(
                            lambda m, p: say(f"final check: {m}", p))  # fmt: skip
         except VerifyError as exc:
             final = Verdict("error", False, str(exc), entry)
-        if final.accepted:
-            pct = final.details.get("candidate_pct_of_roofline")
-            if pct is not None and pct >= opts.near_roofline_pct and stop == "round budget":
-                stop = "near the roofline"
     elif cancel is not None and cancel.is_set():
         stop = "cancelled"
     result = OptimizeResult(
         path=str(path), entry=entry, original_text=text, champion_text=champion if final and final.accepted else text,
         accepted=bool(final and final.accepted), final=final, candidates=records, rounds_run=rounds_run,
         stop_reason=stop, bundle=str(bundle), wall_s=time.monotonic() - t0, environment=env,
-        winners=winners if final is not None and final.accepted else [],
+        winners=winners if final is not None and final.accepted else [], verify_options=asdict(opts.verify),
     )  # fmt: skip
     _write_bundle(bundle, path, result)
     return result
@@ -371,55 +385,136 @@ def _read_json(path: Path, error: type[RuntimeError]) -> Any:
 
 
 def side_file(path: Path, text: str) -> Path:
-    """Save a verified result next to ``path`` (``NAME.kernellsp.cu``) when it cannot be applied."""
+    """Save a verified result next to ``path`` (``NAME.kernellsp.cu``, or ``NAME.kernellsp-2.cu`` ... when that
+    exists: an earlier result is never overwritten) when it cannot be applied."""
     side = path.with_name(path.stem + ".kernellsp" + path.suffix)
-    side.write_text(text)
+    n = 2
+    while side.exists():
+        side = path.with_name(f"{path.stem}.kernellsp-{n}{path.suffix}")
+        n += 1
+    encoding = _encoding_of(path) if path.exists() else "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        encoding = "utf-8"
+    _write_text(side, text, encoding)
     return side
 
 
-def record_backup(path: Path, original: str, written: str, bundle: str | None) -> Path:
-    """Keep ``original`` in ``.kernellsp/backups`` and note what replaced it (for :func:`revert`)."""
+def _read_user_text(path: Path) -> str:
+    """The file's text exactly as the CLI and the editor read it (line endings kept, latin-1 fallback)."""
+    from kernellsp.check import read_source
+
+    text, err = read_source(path)
+    if text is None:
+        raise ApplyError(f"{path}: {err}")
+    return text
+
+
+def _encoding_of(path: Path) -> str:
+    """How :func:`_read_user_text` decoded the file: UTF-8, or latin-1 for bytes that are not UTF-8."""
+    try:
+        path.read_bytes().decode("utf-8")
+        return "utf-8"
+    except (UnicodeDecodeError, OSError):
+        return "latin-1"
+
+
+def _write_bytes(path: Path, data: bytes, like: Path | None = None) -> None:
+    """Write atomically (temp file + rename), keeping ``like``'s permission bits."""
+    tmp = path.with_name(path.name + ".kernellsp-tmp")
+    tmp.write_bytes(data)
+    if like is not None and like.exists():
+        shutil.copymode(like, tmp)
+    tmp.replace(path)
+
+
+def _write_text(path: Path, text: str, encoding: str = "utf-8", like: Path | None = None) -> None:
+    """Write ``text`` byte for byte (no newline translation) in ``encoding``, atomically."""
+    _write_bytes(path, text.encode(encoding), like)
+
+
+def _backup_entries(index: Path) -> list[dict[str, Any]]:
+    """The backup index, checked: a list of records naming the file, its backup and the written text's hash."""
+    entries = _read_json(index, ApplyError) if index.is_file() else []
+    keys = ("file", "backup", "written_hash")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and all(isinstance(e.get(k), str) for k in keys)
+                                                for e in entries):  # fmt: skip
+        raise ApplyError(f"{index} cannot be read (expected a list of backup records); it was edited or damaged")
+    return entries
+
+
+def record_backup(path: Path, original: str, written: str, bundle: str | None, encoding: str = "utf-8") -> Path:
+    """Keep ``original`` (in the file's ``encoding``) in ``.kernellsp/backups`` and note what replaced it
+    (for :func:`revert`)."""
     backups = state_dir(path) / "backups"
     backups.mkdir(parents=True, exist_ok=True)
+    index = backups / "index.json"
+    entries = _backup_entries(index)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     backup = backups / f"{path.name}.{stamp}.bak"
-    backup.write_text(original)
-    index = backups / "index.json"
-    entries = _read_json(index, ApplyError) if index.is_file() else []
+    _write_text(backup, original, encoding)
     entries.append({"file": str(path.resolve()), "backup": str(backup), "written_hash": _hash(written),
                     "bundle": bundle, "time": stamp})  # fmt: skip
-    index.write_text(json.dumps(entries, indent=1) + "\n")
+    _write_text(index, json.dumps(entries, indent=1) + "\n")
     return backup
 
 
 def apply_result(path: Path, result: OptimizeResult) -> Path:
-    """Write the champion to ``path`` if the file still holds the original text; return the backup path."""
+    """Write the champion to ``path`` if the file still holds the original text; return the backup path.
+
+    A symlink is followed (the file it names is edited); the file's mode is kept; a read-only file (no write
+    permission, or no write bit at all) is refused: replacing it would only need the directory's.
+    """
     if not result.accepted:
         raise ApplyError("nothing to apply: no candidate passed every gate")
-    current = path.read_text(encoding="utf-8")
+    path = path.resolve()
+    current = _read_user_text(path)
     if current != result.original_text:
         side = side_file(path, result.champion_text)
         raise ApplyError(f"{path} changed since the run began; the verified result was saved beside it as {side}")
-    backup = record_backup(path, current, result.champion_text, result.bundle)
-    tmp = path.with_name(path.name + ".kernellsp-tmp")
-    tmp.write_text(result.champion_text)
-    tmp.replace(path)
+    if not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222:  # no write bit: read-only even for root
+        side = side_file(path, result.champion_text)
+        raise ApplyError(f"{path} is read-only; the verified result was saved beside it as {side}")
+    encoding = _encoding_of(path)
+    try:
+        result.champion_text.encode(encoding)
+    except UnicodeEncodeError:
+        side = side_file(path, result.champion_text)
+        raise ApplyError(f"{path} is {encoding} text and the result has characters {encoding} cannot hold; it was "
+                         f"saved beside it (UTF-8) as {side}") from None  # fmt: skip
+    backup = record_backup(path, current, result.champion_text, result.bundle, encoding)
+    _write_text(path, result.champion_text, encoding, like=path)
     return backup
 
 
 def revert(path: Path, force: bool = False) -> Path:
-    """Restore the newest backup of ``path``; refuses if the file changed since kernellsp wrote it."""
+    """Restore the newest backup of ``path``; refuses if the file changed since kernellsp wrote it.
+
+    With ``force`` the text being replaced is kept too (``NAME.TIME.before-revert.bak`` beside the backups).
+    """
+    path = path.resolve()
     index = state_dir(path) / "backups" / "index.json"
-    entries = _read_json(index, ApplyError) if index.is_file() else []
-    mine = [e for e in entries if e["file"] == str(path.resolve())]
+    entries = _backup_entries(index)
+    mine = [e for e in entries if e["file"] == str(path)]
     if not mine:
         raise ApplyError(f"no kernellsp backup of {path} (nothing was applied to it)")
     last = mine[-1]
-    if not force and _hash(path.read_text(encoding="utf-8")) != last["written_hash"]:
-        raise ApplyError(f"{path} changed after kernellsp wrote it; use --force to restore {last['backup']} anyway")
-    shutil.copy2(last["backup"], path)
+    if not Path(last["backup"]).is_file():
+        raise ApplyError(f"the backup {last['backup']} of {path} is gone; nothing to restore")
+    if path.exists():
+        current = _read_user_text(path)
+        if _hash(current) != last["written_hash"]:
+            if not force:
+                raise ApplyError(f"{path} changed after kernellsp wrote it; use --force to restore {last['backup']} "
+                                 "anyway")  # fmt: skip
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+            shutil.copy2(path, index.parent / f"{path.name}.{stamp}.before-revert.bak")
+    elif not force:
+        raise ApplyError(f"{path} no longer exists; use --force to restore {last['backup']} there")
+    _write_bytes(path, Path(last["backup"]).read_bytes(), like=path if path.exists() else None)
     entries.remove(last)
-    index.write_text(json.dumps(entries, indent=1) + "\n")
+    _write_text(index, json.dumps(entries, indent=1) + "\n")
     return Path(last["backup"])
 
 
@@ -439,6 +534,10 @@ def replay(bundle: Path, runner: Runner, options: VerifyOptions | None = None,
     if not isinstance(summary, dict) or "entry" not in summary or "path" not in summary:
         raise OptimizeError(f"{summary_p} lacks the entry or the path of the run")
     src_name = Path(summary["path"]).name
+    if options is None and isinstance(summary.get("verify_options"), dict):
+        # The gates as the run used them (seeds, rounds, minimum gain), so the verdicts are comparable.
+        known = VerifyOptions.__dataclass_fields__
+        options = VerifyOptions(**{k: v for k, v in summary["verify_options"].items() if k in known})
     # Verify in a scratch copy named like the original file, next to nothing else.
     v = verify(Path(src_name), orig.read_text(), champ.read_text(), summary["entry"], runner, options,
                progress=progress)  # fmt: skip

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
@@ -22,6 +24,7 @@ from kernellsp.optimize import (
     CandidateRecord,
     Memory,
     OptimizeError,
+    OptimizeOptions,
     OptimizeResult,
     _write_bundle,
     apply_result,
@@ -487,3 +490,161 @@ def test_damaged_bundle_and_backup_index_give_clear_errors(tmp_path: Path) -> No
     with pytest.raises(ApplyError, match=r"index\.json cannot be read"):
         revert(f)
     assert f.read_text() == "__global__ void k() {}\n"
+
+
+# --------------------------------------------------------------------------------------------------
+# Apply and revert on files that are not plain UTF-8/LF, read-only, symlinked, or damaged state
+
+
+def test_apply_keeps_crlf_mode_and_follows_a_symlink(ws: Path) -> None:
+    path = ws / "softmax_row.cu"
+    path.write_bytes(SOFTMAX.replace("\n", "\r\n").encode())
+    path.chmod(0o640)
+    link = ws / "link.cu"
+    link.symlink_to(path)
+    original = path.read_bytes()
+    result = make_result(path)
+    result.original_text, result.champion_text = SOFTMAX.replace("\n", "\r\n"), CHAMPION.replace("\n", "\r\n")
+    backup = apply_result(link, result)
+    assert link.is_symlink(), "the link was replaced by a copy"
+    assert path.read_bytes() == CHAMPION.replace("\n", "\r\n").encode()
+    assert (path.stat().st_mode & 0o777) == 0o640
+    assert backup.read_bytes() == original
+    assert revert(link) == backup and path.read_bytes() == original
+
+
+def test_apply_latin1_file_round_trips_its_bytes(ws: Path) -> None:
+    path = ws / "softmax_row.cu"
+    text = SOFTMAX.replace("// pass 1", "// pass 1 (caf\xe9)")
+    path.write_bytes(text.encode("latin-1"))
+    result = make_result(path)
+    result.original_text, result.champion_text = text, CHAMPION + "// caf\xe9\n"
+    apply_result(path, result)
+    assert path.read_bytes() == (CHAMPION + "// caf\xe9\n").encode("latin-1")
+    revert(path)
+    assert path.read_bytes() == text.encode("latin-1")
+    result.champion_text = CHAMPION + "// \u2713 not latin-1\n"
+    with pytest.raises(ApplyError, match="latin-1 cannot hold"):
+        apply_result(path, result)
+    assert path.read_bytes() == text.encode("latin-1")
+
+
+def test_apply_refuses_a_read_only_file(ws: Path) -> None:
+    path = ws / "softmax_row.cu"
+    path.chmod(0o444)  # refused for root too: no write bit is a statement
+    with pytest.raises(ApplyError, match="is read-only; the verified result was saved beside it"):
+        apply_result(path, make_result(path))
+    assert path.read_text() == SOFTMAX and (ws / "softmax_row.kernellsp.cu").read_text() == CHAMPION
+
+
+def test_side_files_never_overwrite_an_earlier_result(ws: Path) -> None:
+    path = ws / "softmax_row.cu"
+    first, second = side_file(path, "one\n"), side_file(path, "two\n")
+    assert first.name == "softmax_row.kernellsp.cu" and second.name == "softmax_row.kernellsp-2.cu"
+    assert first.read_text() == "one\n" and second.read_text() == "two\n"
+
+
+def test_forced_revert_keeps_the_text_it_replaces(ws: Path) -> None:
+    path = ws / "softmax_row.cu"
+    apply_result(path, make_result(path))
+    path.write_text(CHAMPION + "// my later edit\n")
+    revert(path, force=True)
+    [kept] = (state_dir(path) / "backups").glob("softmax_row.cu.*.before-revert.bak")
+    assert kept.read_text() == CHAMPION + "// my later edit\n"
+    assert path.read_text() == SOFTMAX
+
+
+def test_revert_of_a_deleted_file_needs_force(ws: Path) -> None:
+    path = ws / "softmax_row.cu"
+    apply_result(path, make_result(path))
+    path.unlink()
+    with pytest.raises(ApplyError, match="no longer exists; use --force"):
+        revert(path)
+    revert(path, force=True)
+    assert path.read_text() == SOFTMAX
+
+
+@pytest.mark.parametrize("content", ['[{"backup": "x"}]', '{"a": 1}', "null"])
+def test_backup_index_of_the_wrong_shape_is_named(ws: Path, content: str) -> None:
+    path = ws / "softmax_row.cu"
+    index = state_dir(path) / "backups" / "index.json"
+    index.parent.mkdir(parents=True)
+    index.write_text(content)
+    with pytest.raises(ApplyError, match=r"index\.json cannot be read"):
+        revert(path)
+    with pytest.raises(ApplyError, match=r"index\.json cannot be read"):
+        apply_result(path, make_result(path))
+    assert path.read_text() == SOFTMAX
+
+
+@pytest.mark.parametrize("content", ["[]", '{"records": [{"file": "a.cu"}, 3]}', '{"records": 5}'])
+def test_memory_of_the_wrong_shape_starts_afresh(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "memory.json"
+    path.write_text(content)
+    assert Memory(path).records == []
+
+
+# --------------------------------------------------------------------------------------------------
+# The loop's control flow, with the GPU gates replaced by a stand-in (they need a GPU; the real ones run
+# in tests/test_verify_gpu.py): stopping near the roofline, Ctrl-C, replay with the run's own gates
+
+
+def _loop(ws: Path, monkeypatch: pytest.MonkeyPatch, fake_verify: Any, **kw: Any) -> OptimizeResult:
+    import kernellsp.optimize as opt
+
+    monkeypatch.setattr(opt, "verify", fake_verify)
+    path = ws / "softmax_row.cu"
+    return opt.optimize(path, SOFTMAX, "softmax_row", LocalRunner(), [Tuner()],
+                        OptimizeOptions(rounds=4, candidates=2, parallel=2, **kw), environment={"gpu": "stand-in"},
+                        bundle_root=ws / ".kernellsp" / "runs")  # fmt: skip
+
+
+def test_loop_stops_once_the_champion_is_near_the_roofline(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def fake_verify(path, baseline, candidate, entry, runner, options, env=None, cancel=None, progress=None):  # type: ignore[no-untyped-def]
+        return Verdict("accepted", True, "faster", entry, details={"candidate_pct_of_roofline": 93.0},
+                       stats={"speedup": 1.5, "baseline_median_ms": 1.0, "candidate_median_ms": 0.667})  # fmt: skip
+
+    result = _loop(ws, monkeypatch, fake_verify)
+    assert result.stop_reason == "near the roofline" and result.rounds_run == 1
+    assert result.accepted and result.verify_options["min_gain_pct"] == 2.0
+
+
+def test_interrupt_cancels_the_candidates_still_verifying(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[bool] = []
+
+    def fake_verify(path, baseline, candidate, entry, runner, options, env=None, cancel=None, progress=None):  # type: ignore[no-untyped-def]
+        if not seen:
+            seen.append(False)
+            time.sleep(0.2)
+            raise KeyboardInterrupt  # as Ctrl-C reaches the CLI while a verification runs
+        deadline = time.monotonic() + 20  # a long verification that polls its cancel event, like the runners do
+        while time.monotonic() < deadline and not cancel.is_set():
+            time.sleep(0.05)
+        seen.append(cancel.is_set())
+        return Verdict("error", False, "cancelled", entry)
+
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        _loop(ws, monkeypatch, fake_verify)
+    assert time.monotonic() - t0 < 5, "the interrupt waited for the other verification to finish"
+    assert seen == [False, True]
+
+
+def test_replay_uses_the_gates_the_run_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import kernellsp.optimize as opt
+
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "original.cu").write_text(SOFTMAX)
+    result = make_result(tmp_path / "softmax_row.cu")
+    result.verify_options = {"seeds": 2, "rounds": 4, "reps": 10, "min_gain_pct": 40.0}
+    _write_bundle(bundle, tmp_path / "softmax_row.cu", result)
+    used: list[Any] = []
+
+    def fake_verify(path, baseline, candidate, entry, runner, options, env=None, cancel=None, progress=None):  # type: ignore[no-untyped-def]
+        used.append(options)
+        return Verdict("not_faster", False, "below the minimum gain", entry)
+
+    monkeypatch.setattr(opt, "verify", fake_verify)
+    replay(bundle, LocalRunner())
+    assert (used[0].seeds, used[0].rounds, used[0].reps, used[0].min_gain_pct) == (2, 4, 10, 40.0)
