@@ -11,7 +11,15 @@ from pathlib import Path
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 from test_lsp_robustness import big_source
-from test_lsp_support import client, client_name, open_doc, wait_publications, wait_until, workspace
+from test_lsp_support import (
+    change_doc,
+    client,
+    client_name,
+    open_doc,
+    wait_publications,
+    wait_until,
+    workspace,
+)
 
 from kernellsp import toolchain
 
@@ -57,6 +65,22 @@ async def test_hover_on_diagnostic_line(client: LanguageClient, workspace: Path)
     assert await _hover(client, uri, types.Position(line=1, character=3)) is None  # `#include`
 
 
+async def test_hover_after_an_unchecked_edit_follows_the_buffer(client: LanguageClient, workspace: Path) -> None:
+    """Edits without a new check (no save, checkOnChange off) move the kernel; hover answers for the buffer as it
+    is, and shows no findings whose lines belong to the checked text."""
+    path = workspace / "vector_add.cu"
+    uri = open_doc(client, path)
+    await wait_publications(client, uri)
+    old = _pos(path, "vector_add(const", 3)
+    change_doc(client, uri, 2, "// one\n// two\n// three\n" + path.read_text())
+    moved = types.Position(line=old.line + 3, character=old.character)
+    h = await _hover(client, uri, moved)
+    assert h is not None and "**vector_add** (`__global__`, sm_90)" in h.contents.value
+    assert "**KL405**" not in h.contents.value  # the finding belongs to the checked version's lines
+    stale = await _hover(client, uri, old)
+    assert stale is None or "**vector_add**" not in stale.contents.value
+
+
 async def test_requests_stay_fast_while_a_heavy_check_runs(client: LanguageClient, workspace: Path) -> None:
     path = workspace / "nospec.cu"
     uri = open_doc(client, path)
@@ -73,6 +97,9 @@ async def test_requests_stay_fast_while_a_heavy_check_runs(client: LanguageClien
     ca = types.CodeActionParams(text_document=types.TextDocumentIdentifier(uri=uri),
                                 range=types.Range(start=kernel, end=kernel),
                                 context=types.CodeActionContext(diagnostics=[]))  # fmt: skip
+    # One untimed round first: the first request of a session also builds the server's message converters.
+    await _hover(client, uri, kernel)
+    await client.text_document_code_action_async(ca)
     hover_s, action_s = [], []
     for _ in range(15):
         t0 = time.perf_counter()

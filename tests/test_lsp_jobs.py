@@ -282,3 +282,43 @@ def test_profile_and_optimize_share_one_runner_closed_at_shutdown() -> None:
     assert all(d.is_dir() for d in dirs)
     server.shutdown()
     assert not any(d.exists() for d in dirs)
+
+
+def worker_pid() -> int:
+    import os
+
+    return os.getpid()
+
+
+async def test_a_killed_worker_does_not_stop_later_checks(server: FakeServer) -> None:
+    """A worker killed from outside (the OOM killer, a crash in a native library) breaks the executor; the
+    next call gets fresh workers instead of BrokenProcessPool for the rest of the session."""
+    import os
+    import signal
+
+    jobs = JobManager(server, max_workers=1)
+    try:
+        pid = await jobs.run_in_process(worker_pid)
+        os.kill(pid, signal.SIGKILL)
+        await asyncio.sleep(0.5)
+        assert await asyncio.wait_for(jobs.run_in_process(cpu_answer, 10), 30) == 45
+        assert await jobs.run_in_process(worker_pid) != pid
+    finally:
+        await jobs.shutdown(2)
+
+
+def test_layers_of_an_older_version_are_not_published_with_a_newer_one() -> None:
+    """A profile of version 1 points at version 1's lines: once the check of version 2 is published it goes."""
+    from kernellsp.lsp.server import KernelLspServer
+
+    server = KernelLspServer()
+    sent: list[tuple[int | None, list[str]]] = []
+    server.publish_raw_diagnostics = lambda uri, version, diags: sent.append((version, [d["code"] for d in diags]))  # type: ignore[method-assign]
+    uri = "file:///k.cu"
+    server.publish_layer(uri, "check", 1, [{"code": "KL405"}])
+    server.publish_layer(uri, "profile", 1, [{"code": "KL601"}])
+    assert sent[-1] == (1, ["KL405", "KL601"])
+    server.publish_layer(uri, "check", 2, [{"code": "KL004"}])
+    assert sent[-1] == (2, ["KL004"])
+    server.publish_layer(uri, "profile", 2, [{"code": "KL501"}])
+    assert sent[-1] == (2, ["KL004", "KL501"])

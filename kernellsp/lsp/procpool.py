@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -166,6 +167,16 @@ class ProcessPool:
         Cancelling the awaiting task sets the flag (the worker stops at its next check) and the
         flag slot is recycled once the worker is done with the call.
         """
+        try:
+            return await self._run_once(fn, args, kwargs, with_cancel)
+        except BrokenProcessPool:
+            # A worker died (killed for memory, a crash in a native library): the executor is unusable from
+            # now on. Start a fresh one and try this call once more instead of failing every later check.
+            self._reset()
+            return await self._run_once(fn, args, kwargs, with_cancel)
+
+    async def _run_once(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any],
+                        with_cancel: bool) -> T:  # fmt: skip
         pool = self._pool()
         slot = self._acquire()
         try:
@@ -179,6 +190,13 @@ class ProcessPool:
         except asyncio.CancelledError:
             self._flags[slot] = 1
             raise
+
+    def _reset(self) -> None:
+        """Drop a broken executor; the next call starts new workers."""
+        with self._lock:
+            old, self._executor = self._executor, None
+        if old is not None:
+            old.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:
         """Set every flag in use and stop the pool (running calls end at their next check)."""

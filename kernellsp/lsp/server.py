@@ -131,8 +131,10 @@ class KernelLspServer(LanguageServer):
         )  # fmt: skip
         self.jobs = JobManager(self)
         self.results: dict[str, CheckResult] = {}
-        #: The last profile (:class:`kernellsp.profiling.ProfileOutcome`) per document.
+        #: The last profile (:class:`kernellsp.profiling.ProfileOutcome`) per document, and the document
+        #: version it was taken of (its lines hold for that version only).
         self.profiles: dict[str, Any] = {}
+        self.profile_versions: dict[str, int | None] = {}
         self.settings = Settings()
         self.options = ServerOptions()
         #: ``initializationOptions`` and the last ``workspace/configuration`` answer (camelCase).
@@ -140,8 +142,8 @@ class KernelLspServer(LanguageServer):
         self.config_section: dict[str, Any] = {}
         #: Set once the first configuration pull finished (checks wait for it, briefly).
         self.settings_ready = asyncio.Event()
-        #: Diagnostics per document and layer (wire format), published merged.
-        self.layers: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        #: Diagnostics per document and layer (wire format) with the version they were computed for.
+        self.layers: dict[str, dict[str, tuple[int | None, list[dict[str, Any]]]]] = {}
         self.notes_shown: set[str] = set()
         self._models: dict[str, tuple[int | None, SourceModel]] = {}
         self._error_shown: dict[str, float] = {}
@@ -175,9 +177,16 @@ class KernelLspServer(LanguageServer):
 
     def publish_layer(self, uri: str, layer: str, version: int | None, diagnostics: list[dict[str, Any]]) -> None:
         """Replace one layer of a document's diagnostics (``"check"``; later ``"profile"``...) and
-        publish all layers together, since a publication replaces everything the client shows."""
-        self.layers.setdefault(uri, {})[layer] = diagnostics
-        merged = [d for diags in self.layers[uri].values() for d in diags]
+        publish all layers together, since a publication replaces everything the client shows.
+
+        Only layers computed for ``version`` are published with it: a layer of an older version points at
+        lines that have moved (it is dropped; the next save recomputes it).
+        """
+        layers = self.layers.setdefault(uri, {})
+        layers[layer] = (version, diagnostics)
+        for name in [n for n, (v, _) in layers.items() if v != version]:
+            del layers[name]
+        merged = [d for _, diags in layers.values() for d in diags]
         self.publish_raw_diagnostics(uri, version, merged)
 
     def publish_raw_diagnostics(self, uri: str, version: int | None, diagnostics: list[dict[str, Any]]) -> None:
@@ -250,6 +259,7 @@ class KernelLspServer(LanguageServer):
         """Drop everything cached for a closed document."""
         self.results.pop(uri, None)
         self.profiles.pop(uri, None)
+        self.profile_versions.pop(uri, None)
         self.layers.pop(uri, None)
         self._models.pop(uri, None)
 

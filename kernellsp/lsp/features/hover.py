@@ -79,10 +79,15 @@ def finding_markdown(res: CheckResult, line: int) -> list[str]:
 
 def hover(ls: KernelLspServer, params: types.HoverParams) -> types.Hover | None:
     """Kernel resources on a kernel name; rule details on a line with a diagnostic."""
-    res = ls.results.get(params.text_document.uri)
+    uri = params.text_document.uri
+    res = ls.results.get(uri)
     if res is None or res.model is None:
         return None
-    model = res.model
+    current = ls.model_for(uri)
+    doc_version = ls.workspace.get_text_document(uri).version
+    if res.version != doc_version and (current is None or current[0] != doc_version):
+        return None  # edited since the check and too large to re-parse now: no answer beats a wrong one
+    model = current[1] if current is not None else res.model
     mapper = RangeMapper(ls.position_encoding(), model.lines)
     line = params.position.line
     col = mapper.col_from_client(line, params.position.character)
@@ -92,7 +97,8 @@ def hover(ls: KernelLspServer, params: types.HoverParams) -> types.Hover | None:
         k = next((k for k in res.report.kernels if k.name == w[0]), None) if w is not None else None
         if k is not None:
             sections.append(kernel_markdown(k))
-    sections += finding_markdown(res, line)
+    if res.version == doc_version:  # findings' lines hold only for the checked text
+        sections += finding_markdown(res, line)
     if not sections:
         return None
     fmts = get_capability(ls.client_capabilities, "text_document.hover.content_format", None) or []

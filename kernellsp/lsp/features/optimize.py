@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.capabilities import get_capability
 
 from kernellsp import spec
-from kernellsp.lsp.features.code_actions import kind_requested
+from kernellsp.lsp.convert import RangeMapper
+from kernellsp.lsp.features.code_actions import kind_requested, workspace_edit
 from kernellsp.lsp.jobs import ProgressReporter
 from kernellsp.lsp.server import KernelLspServer
 from kernellsp.optimize import (
@@ -134,7 +134,8 @@ async def run_optimize(ls: KernelLspServer, uri: str, entry: str) -> dict[str, A
         return {"accepted": False, "reason": str(exc)}
     res = ls.results.get(uri)
     findings = list(res.report.findings) if res is not None and res.version == version else []
-    prof = getattr(ls, "profiles", {}).get(uri)
+    # The profile's findings only when they were taken of this very text (their lines must hold).
+    prof = ls.profiles.get(uri) if ls.profile_versions.get(uri) == version else None
     if prof is not None:
         findings += list(prof.findings)
     profile = None
@@ -179,14 +180,13 @@ async def run_optimize(ls: KernelLspServer, uri: str, entry: str) -> dict[str, A
     reason = None
     if current.version == version and current.source == text:
         lines = text.split("\n")
-        end = types.Position(line=len(lines) - 1, character=len(lines[-1].encode("utf-16-le")) // 2)
+        # The end of the document in the negotiated position encoding (Neovim speaks UTF-8, VS Code UTF-16).
+        last = len(lines) - 1
+        end = types.Position(line=last, character=RangeMapper(ls.position_encoding(), lines).col_to_client(
+            last, len(lines[last])))  # fmt: skip
         edit = types.TextEdit(range=types.Range(start=types.Position(line=0, character=0), end=end),
                               new_text=result.champion_text)  # fmt: skip
-        if get_capability(ls.client_capabilities, "workspace.workspace_edit.document_changes", False):
-            ident = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
-            wedit = types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=ident, edits=[edit])])
-        else:
-            wedit = types.WorkspaceEdit(changes={uri: [edit]})
+        wedit = workspace_edit(ls, uri, version, edit)
         reply = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=wedit, label=f"Optimize {entry}"))
         applied = bool(reply.applied)
         reason = reply.failure_reason

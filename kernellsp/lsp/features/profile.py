@@ -84,6 +84,7 @@ def maybe_start_profile(ls: KernelLspServer, uri: str, version: int | None, text
         diags = [diagnostic(f, uri, mapper, ruleset, code_description=opts.code_description,
                             related_information=opts.related_information) for f in outcome.findings]  # fmt: skip
         ls.profiles[uri] = outcome
+        ls.profile_versions[uri] = version
         ls.publish_layer(uri, KIND, version, diags)
         progress.report(f"{len(diags)} profile finding(s)" + (" (cached)" if outcome.cached else ""), 100)
         return outcome
