@@ -348,6 +348,16 @@ def dtype_for_ctype(base_type: str) -> tuple[str, ...] | None:
     return CTYPE_DTYPES.get(t)
 
 
+def _launch_bounds_threads(fn: Function, names: dict[str, Any]) -> int | None:
+    """The maximum threads per block of ``fn``'s ``__launch_bounds__``, when it evaluates (literal or sizes)."""
+    if not fn.launch_bounds:
+        return None
+    try:
+        return exprs.evaluate_int(fn.launch_bounds.split(",")[0].strip(), names)
+    except exprs.ExprError:
+        return None  # a macro or template parameter: nvcc checks it
+
+
 def validate_against(bound: BoundSpec, fn: Function | None, model: SourceModel | None = None) -> list[SpecIssue]:
     """Check ``bound.spec`` against the entry's signature and evaluate every expression per shape."""
     spec = bound.spec
@@ -451,6 +461,10 @@ def validate_against(bound: BoundSpec, fn: Function | None, model: SourceModel |
                 threads = math.prod(block)
                 if threads > 1024:
                     add("launch.block", f"block of {threads} threads exceeds the 1024-thread limit ({label})")
+                bound_threads = _launch_bounds_threads(fn, names)
+                if bound_threads is not None and threads > bound_threads:
+                    add("launch.block", f"block of {threads} threads exceeds {fn.name}'s __launch_bounds__({bound_threads}) "
+                                        f"({label}); the launch would fail")  # fmt: skip
                 if any(g <= 0 for g in grid) or any(b <= 0 for b in block):
                     add("launch", f"grid {grid} and block {block} must be positive ({label})")
                 if grid[0] >= 2**31 or any(g >= 65536 for g in grid[1:]):

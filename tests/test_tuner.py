@@ -371,3 +371,37 @@ def test_every_candidate_harness_compiles(tmp_path: Path) -> None:
     failed = [r for r in results if r[1] != 0]
     assert not failed, failed
     assert all((j[2] / "h").is_file() for j in jobs)
+
+
+# --------------------------------------------------------------------------------------------------
+# Candidates the verification would only throw away are not proposed
+
+
+def test_block_sizes_stay_within_launch_bounds() -> None:
+    text = (SAMPLES / "conv1d.cu").read_text()
+    bounded = text.replace("__global__ void conv1d(", "__global__ void __launch_bounds__(256) conv1d(", 1)
+    assert bounded != text
+    descs = [c.description for c in Tuner().propose(context(bounded, "conv1d.cu"), 50)]
+    assert "block:128" in descs and "block:512" not in descs and "block:1024" not in descs
+    # The check names the same problem in a hand-written spec (KL003 on the launch).
+    model = parse_source(bounded.replace("block = 256", "block = 512"), "conv1d.cu")
+    [b] = specmod.specs_from_source(model)[0]
+    issues = specmod.validate_against(b, model.function("conv1d"), model)
+    assert any(i.field == "launch.block" and "__launch_bounds__(256)" in i.message for i in issues)
+
+
+def test_spec_candidates_read_back_as_intended() -> None:
+    """A spec written as a [launch] table: a patch that cannot express the new launch yields no candidate
+    rather than a file whose spec no longer parses."""
+    inline = (SAMPLES / "conv1d.cu").read_text()
+    line = 'launch = { grid = "ceil_div(N, 256)", block = 256 }\n'
+    end = inline.index("*/", inline.index(line))
+    text = inline[:end].replace(line, "", 1) + '[launch]\ngrid = "ceil_div(N, 256)"\nblock = 256\n' + inline[end:]
+    assert specmod.entry_spec(parse_source(text, "conv1d.cu"), "conv1d") is not None
+    cands = Tuner().propose(context(text, "conv1d.cu"), 50)
+    assert cands  # the qualifier and flag transforms still apply
+    for cand in cands:
+        model = parse_source(cand.text, "conv1d.cu")
+        b = specmod.entry_spec(model, "conv1d")
+        assert b is not None, cand.description
+        assert not [i for i in specmod.validate_against(b, model.function("conv1d"), model) if i.severity == "error"]

@@ -36,7 +36,19 @@ def _replace_spec(text: str, entry: str, new_spec: specmod.KernelSpec) -> str | 
     old = bound.spec.model_dump(exclude_none=True)
     new = new_spec.model_dump(exclude_none=True)
     updates = {k: new.get(k) for k in ("launch", "tunables", "flags") if old.get(k) != new.get(k)}
-    return specmod.patch_spec_block(text, bound.block, updates) if updates else None
+    if not updates:
+        return None
+    out = specmod.patch_spec_block(text, bound.block, updates)
+    # Only a candidate whose spec reads back as exactly the intended one, and is valid for the kernel
+    # (e.g. a block within its __launch_bounds__), is worth a verification slot.
+    out_model = parse_source(out)
+    got = specmod.entry_spec(out_model, entry)
+    fn = out_model.function(entry)
+    if got is None or fn is None or got.spec.model_dump(exclude_none=True) != new:
+        return None
+    if any(i.severity == "error" for i in specmod.validate_against(got, fn, out_model)):
+        return None
+    return out
 
 
 def _fn_text_edit(text: str, entry: str, edit: Callable[[SourceModel, bytes], list[tuple[int, int, bytes]]]) -> str | None:
