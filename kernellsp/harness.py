@@ -58,6 +58,8 @@ Direction = Literal["in", "out", "inout"]
 DistKind = Literal["default", "uniform", "normal", "randint", "ones", "arange", "choice"]
 
 _RUNTIME_PATH = Path(__file__).parent / "data" / "harness_runtime.h"
+#: Larger than any GPU's memory; beyond it the C++ byte count (count x element size) could also wrap.
+MAX_BUFFER_BYTES = 2**40
 _DIST_RE = re.compile(r"^\s*(uniform|normal|randint|ones|arange|choice)\s*\((.*)\)\s*$", re.S)
 _DTYPE_CODE = {d: i for i, d in enumerate(("f16", "bf16", "f32", "f64", "i8", "u8", "i16", "u16",
                                             "i32", "u32", "i64", "u64"))}  # fmt: skip
@@ -258,7 +260,11 @@ def plan_harness(
     shapes: list[ShapePlan] = []
     warnings: list[str] = []
     for si, overrides in enumerate(spec.all_shapes()):
-        shape = _plan_shape(si, overrides, fn, spec, args, problems, warnings)
+        try:
+            shape = _plan_shape(si, overrides, fn, spec, args, problems, warnings)
+        except OverflowError as exc:  # an integer too large for a double (a value, a distribution bound)
+            problems.append(f"{'sizes' if si == 0 else f'shapes.{si - 1}'}: a number is too large: {exc}")
+            continue
         if shape is not None:
             shapes.append(shape)
     if problems:
@@ -381,6 +387,11 @@ def _plan_shape(
             if c % a.vector_width:
                 problems.append(f"args.{a.name}.count = {c} for {label} is not a multiple of {a.vector_width} "
                                 f"({a.base_type} holds {a.vector_width} scalars)")  # fmt: skip
+                continue
+            nbytes = c * DTYPE_BYTES[a.dtype or "u8"]
+            if nbytes > MAX_BUFFER_BYTES:
+                problems.append(f"args.{a.name}.count = {c} for {label} needs {nbytes / 2**30:,.0f} GiB; a buffer may "
+                                f"hold at most {MAX_BUFFER_BYTES // 2**30} GiB (more than any GPU's memory)")  # fmt: skip
                 continue
             counts[a.name] = c
             if a.dir in ("in", "inout"):
@@ -817,7 +828,7 @@ def _glue(plan: HarnessPlan) -> str:
         w(f"  ::{entry}<<<kernellsp_h::launch_grid(kl_shape), kernellsp_h::launch_block(kl_shape), "
           f"kernellsp_h::launch_smem(kl_shape)>>>({call_args});")  # fmt: skip
     else:
-        w(f"  (void)::{entry}({call_args});")
+        w(f'  kernellsp_h::call_launcher([&]() {{ return ::{entry}({call_args}); }}, "{entry} (its return value)");')
     w("}")
     return "\n".join(G)
 
@@ -1270,11 +1281,11 @@ def read_result(out_dir: str | Path) -> HarnessResult:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise HarnessError(f"{p} does not exist: the harness crashed, was killed or never ran") from None
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise HarnessError(f"cannot read {p}: {exc}") from exc
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         raise HarnessError(f"{p} is not valid JSON: {exc}") from exc
     if not isinstance(data, dict) or data.get("format") != RESULT_FORMAT:
         got = data.get("format") if isinstance(data, dict) else type(data).__name__
@@ -1326,5 +1337,5 @@ def read_result(out_dir: str | Path) -> HarnessResult:
             pad_bytes=int(data.get("pad_bytes") or 0),
             raw=data,
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise HarnessError(f"{p}: malformed result ({type(exc).__name__}: {exc})") from exc

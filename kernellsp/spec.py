@@ -345,6 +345,9 @@ def find_workspace_root(path: Path) -> Path | None:
 def dtype_for_ctype(base_type: str) -> tuple[str, ...] | None:
     """The spec dtypes a C element type accepts, or ``None`` for a template/unknown type."""
     t = " ".join(base_type.replace("const", " ").replace("volatile", " ").replace("__restrict__", " ").split())
+    # Other spellings of the same types: std::int64_t, short int, long int, unsigned long int, signed int.
+    t = re.sub(r"^std::", "", t)
+    t = re.sub(r"\b(short|long|signed|unsigned) int$", r"\1", t)
     return CTYPE_DTYPES.get(t)
 
 

@@ -211,6 +211,13 @@ extern "C" void solve(const float* in, float* out, int n) {
 }
 """
 
+# A host launcher that returns cudaError_t and refuses the small shape: its refusal is a launch error.
+HOST_LAUNCHER_ERR = HOST_LAUNCHER.replace(
+    'extern "C" void solve(const float* in, float* out, int n) {\n  relu_kernel<<<(n + 255) / 256, 256>>>(in, out, n);\n}',
+    'extern "C" cudaError_t solve(const float* in, float* out, int n) {\n  if (n < 4) return cudaErrorInvalidValue;\n'
+    '  relu_kernel<<<(n + 255) / 256, 256>>>(in, out, n);\n  return cudaGetLastError();\n}')  # fmt: skip
+assert HOST_LAUNCHER_ERR != HOST_LAUNCHER
+
 # A program with its own main, and macros that would break any harness code placed after it.
 OWN_MAIN = """\
 #include <cstdio>
@@ -256,6 +263,7 @@ KERNELS: dict[str, tuple[str, str]] = {
     "hist": (HISTOGRAM, "hist"),
     "mixed": (MIXED, "mixed"),
     "host": (HOST_LAUNCHER, "solve"),
+    "host_err": (HOST_LAUNCHER_ERR, "solve"),
     "own_main": (OWN_MAIN, "square"),
 }
 
@@ -633,6 +641,15 @@ def test_zero_count_is_refused() -> None:
         ("__global__ void k(float* y, int n) {}\n",
          'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n',
          "missing argument"),
+        ("__global__ void k(float* y) {}\n",
+         'sizes = { N = 4611686018427387904 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n',
+         r"needs 17,179,869,184 GiB; a buffer may hold at most 1024 GiB"),
+        ("__global__ void k(float* y, double v) {}\n",
+         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n'
+         'v = { value = "1' + "0" * 400 + '" }\n', "too large"),
+        ("__global__ void k(float* y, short int n) {}\n",
+         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n'
+         'n = { value = 70000 }\n', "does not fit"),
     ],
 )  # fmt: skip
 def test_plan_errors_name_the_problem(source: str, body: str, needle: str) -> None:
@@ -872,3 +889,32 @@ def test_vadd_end_to_end_on_gpu(tmp_path: Path) -> None:
         p = _run(exe, "--mode", "profile", "--shape", str(shape), "--out", str(out_p))
         assert p.returncode == 0, p.stderr
         assert read_result(out_p).ok
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe not utf-8", b'{"format": "kernellsp-harness/1", "status": "ok", "seed": Infinity}',
+                                     b"[" * 100_000])  # fmt: skip
+def test_damaged_result_json_is_a_harness_error(tmp_path: Path, content: bytes) -> None:
+    (tmp_path / "result.json").write_bytes(content)
+    with pytest.raises(HarnessError, match=r"result\.json"):
+        read_result(tmp_path)
+
+
+@pytest.mark.gpu
+def test_host_launcher_error_return_is_a_launch_error(tmp_path: Path) -> None:
+    """``cudaError_t solve(...)`` refusing a shape: the run reports launch_error with the code, never "ok"."""
+    if NVCC is None:
+        pytest.skip("nvcc not on PATH")
+    src = tmp_path / "host_err.cu"
+    src.write_text(HOST_LAUNCHER_ERR)
+    plan = _plan_of(HOST_LAUNCHER_ERR, "solve", str(src))
+    hcu = tmp_path / "harness.cu"
+    hcu.write_text(generate_harness(plan, str(src)))
+    exe = tmp_path / "harness"
+    proc = subprocess.run(harness_compile_command(str(hcu), str(exe), "sm_90"), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    ok = _run(exe, "--mode", "check", "--shape", "0", "--out", str(tmp_path / "ok"))
+    assert ok.returncode == 0 and read_result(tmp_path / "ok").status == "ok"
+    bad = _run(exe, "--mode", "check", "--shape", "1", "--out", str(tmp_path / "bad"))  # N = 3 is refused
+    r = read_result(tmp_path / "bad")
+    assert bad.returncode != 0 and r.status == "launch_error"
+    assert "solve (its return value)" in (r.error or "") and "cudaErrorInvalidValue" in (r.error or "")

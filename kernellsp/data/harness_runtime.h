@@ -857,6 +857,18 @@ inline void entry_prepare_checked() {
   if (e != cudaSuccess) finish("launch_error", cuda_msg("cudaFuncSetAttribute(max dynamic shared memory)", e), 3);
 }
 
+// A host launcher that returns cudaError_t reports its own failures (a bad argument it validated, a
+// failed cudaMalloc of its scratch space): a non-success return is a launch error, not an "ok" run.
+template <class F>
+inline void call_launcher(F&& call, const char* name) {
+  if constexpr (std::is_same_v<decltype(call()), cudaError_t>) {
+    cudaError_t e = call();
+    if (e != cudaSuccess) finish("launch_error", cuda_msg(name, e), 3);
+  } else {
+    (void)call();
+  }
+}
+
 inline void launch_checked(void* const* ptrs) {
   entry_launch((int)g_state.opt.shape, ptrs);
   cudaError_t e = cudaGetLastError();
