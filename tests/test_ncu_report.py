@@ -1,6 +1,6 @@
 """kernellsp.profile.report against real Nsight Compute reports (tests/fixtures/ncu, recorded on an H200).
 
-``fast.ncu-rep``: the six kernels of ``kinds.cu`` with SpeedOfLight, LaunchStats, Occupancy,
+``fast-h200.ncu-rep`` (the reference probe report, recorded on an H200): the six kernels of ``kinds.cu`` with SpeedOfLight, LaunchStats, Occupancy,
 WarpStateStats, SchedulerStats, MemoryWorkloadAnalysis_Tables and SourceCounters (sources imported);
 ``basic.ncu-rep``: the same program with SpeedOfLight, LaunchStats and Occupancy only.
 """
@@ -45,7 +45,7 @@ COPY_BODY = _line_of("out[i] = in[i];")  # 9
 
 @pytest.fixture(scope="module")
 def fast() -> ProfileReport:
-    return load_report(FIXTURES / "fast.ncu-rep")
+    return load_report(FIXTURES / "fast-h200.ncu-rep")
 
 
 @pytest.fixture(scope="module")
@@ -294,7 +294,7 @@ def test_basic_report_without_source_counters(basic: ProfileReport) -> None:
 
 
 def test_without_sass() -> None:
-    r = load_report(FIXTURES / "fast.ncu-rep", sass=False)
+    r = load_report(FIXTURES / "fast-h200.ncu-rep", sass=False)
     mm = kernel(r, "matmul_naive")
     assert mm.lines[MATMUL_LOOP].opcodes == {} and mm.lines[MATMUL_LOOP].inst_executed > 0
 

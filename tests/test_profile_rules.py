@@ -1,6 +1,6 @@
 """The profile rules (KL501-KL511, KL590, KL601-KL604) on real Nsight Compute reports, no GPU needed.
 
-``tests/fixtures/ncu/fast.ncu-rep`` holds the six probe kernels of ``tests/fixtures/ncu/kinds.cu``
+``tests/fixtures/ncu/fast-h200.ncu-rep`` holds the six probe kernels of ``tests/fixtures/ncu/kinds.cu``
 (copy_f4, transpose_smem_conflicts, divergent, spills, matmul_naive, reduce_atomic), recorded on an
 H200 with the fast section set and source counters. The ground truth is the rule table of
 ``/work/shared/reference/ncu.md`` §4; the values quoted here are this report's (the H200 run: e.g.
@@ -74,7 +74,7 @@ MATMUL_LOOP = line_of("acc += A[row * N + k] * B[k * N + col]")  # 39
 
 @pytest.fixture(scope="module")
 def report() -> ProfileReport:
-    return load_report(FIXTURES / "fast.ncu-rep")
+    return load_report(FIXTURES / "fast-h200.ncu-rep")
 
 
 @pytest.fixture(scope="module")

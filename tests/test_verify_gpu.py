@@ -54,7 +54,7 @@ def test_twenty_aa_comparisons_accept_nothing(runner: LocalRunner, env: dict) ->
     assert not [r for r in rows if r["kind"] == "accepted"], rows
 
 
-def test_float_literal_fix_is_accepted_replayed_applied_and_reverted(runner: LocalRunner, env: dict,
+def test_tuner_win_is_accepted_replayed_applied_and_reverted(runner: LocalRunner, env: dict,
                                                                       tmp_path: Path) -> None:  # fmt: skip
     src = ROOT / "samples" / "softmax_row.cu"
     work = tmp_path / "ws"
@@ -77,8 +77,5 @@ def test_float_literal_fix_is_accepted_replayed_applied_and_reverted(runner: Loc
     assert path.read_text() == result.champion_text and backup.read_text() == text
     revert(path)
     assert path.read_text() == text
-    # Keep the bundle as a committed fixture for `kernellsp replay` (the CPU test replays its scope gate).
-    dest = ROOT / "tests" / "fixtures" / "bundles" / "softmax_row-tuner"
-    if dest.exists():
-        shutil.rmtree(dest)
-    shutil.copytree(bundle, dest, ignore=shutil.ignore_patterns("candidates"))
+    # The committed fixture tests/fixtures/bundles/softmax_row-tuner came from such a run on the H200; CPU
+    # tests pin its contents, so this test leaves it alone (copy a bundle there by hand to refresh it).

@@ -78,7 +78,7 @@ def main() -> int:
             "baseline_ms": stats["baseline_median_ms"] if stats else next(
                 (c.baseline_ms for c in res.candidates if c.round == 1 and c.baseline_ms), None),
             "best_ms": stats["candidate_median_ms"] if stats and res.accepted else None,
-            "speedup": stats["speedup"] if stats and res.accepted else 1.0,
+            "speedup": stats["speedup"] if stats and res.accepted else None,  # nothing verified: no number
             "ci": [stats["ci_low"], stats["ci_high"]] if stats else None,
             "roofline_pct": (final.details.get("candidate_pct_of_roofline") if res.accepted else
                              final.details.get("baseline_pct_of_roofline")) if final else None,
@@ -88,7 +88,8 @@ def main() -> int:
                             "speedup": c.speedup_vs_champion, "message": c.message[:200]} for c in res.candidates],
         }  # fmt: skip
         rows.append(row)
-        print(f"{src.name}: {row['final_verdict']} speedup {row['speedup']:.3f} ({row['stop']}, {row['wall_s']:.0f} s)",
+        sp = f"{row['speedup']:.3f}" if row["speedup"] is not None else "n/a"
+        print(f"{src.name}: {row['final_verdict']} speedup {sp} ({row['stop']}, {row['wall_s']:.0f} s)",
               flush=True)  # fmt: skip
     gpu = env.get("gpu", "?")
     slug = gpu_slug(gpu)
@@ -135,7 +136,7 @@ def render(rows: list[dict], env: dict, args: argparse.Namespace) -> str:
         roof = f"{r['roofline_pct']:.0f}" if r["roofline_pct"] is not None else "n/a"
         base = f"{r['baseline_ms']:.4f}" if r["baseline_ms"] else "n/a"
         best = f"{r['best_ms']:.4f}" if r["best_ms"] else "n/a"
-        lines.append(f"| {r['sample']} | {r['entry']} | {base} | {best} | {r['speedup']:.3f}{ci} | {roof} | "
+        lines.append(f"| {r['sample']} | {r['entry']} | {base} | {best} | {(format(r['speedup'], '.3f') if r['speedup'] is not None else 'n/a')}{ci} | {roof} | "
                      f"{r['winner'] or '(none: ' + str(r['final_verdict'] or r['stop']) + ')'} | {r['rounds']} | {r['wall_s']:.0f} |")  # fmt: skip
     lines += ["", "Every candidate's verdict is in the .json next to this file.", ""]
     return "\n".join(lines) + "\n"

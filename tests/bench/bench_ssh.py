@@ -78,6 +78,9 @@ def main() -> int:
     ap.add_argument("--no-replay", action="store_true", help="skip the bundle replay (about a minute per runner)")
     ap.add_argument("samples", nargs="*")
     args = ap.parse_args()
+    # Cold builds on both sides: a fresh local cache (profiles and harness binaries), and the remote binary
+    # cache emptied below (the GPU tests may have filled it just before).
+    os.environ["KERNELLSP_CACHE_DIR"] = tempfile.mkdtemp(prefix="kernellsp-bench-cache-")
     server = sshd.start_sshd(Path(tempfile.mkdtemp(prefix="kernellsp-bench-sshd-")))
     try:
         local = LocalRunner()
@@ -85,6 +88,9 @@ def main() -> int:
         t0 = time.monotonic()
         renv = runner_environment(remote)
         first_connect = time.monotonic() - t0
+        wd = remote.new_workdir()
+        remote.run(["rm", "-rf", f"{remote.root()}/bin"], wd, 60)
+        remote.cleanup(wd)
         lenv = runner_environment(local)
         rows = []
         for name in args.samples or DEFAULT_SAMPLES:
