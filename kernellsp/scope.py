@@ -20,10 +20,15 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kernellsp import spec as specmod
 from kernellsp.source import Function, SourceModel, parse_source
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
 
 #: nvcc options a candidate may add through the spec's ``flags`` (they keep IEEE semantics).
 ALLOWED_FLAGS = re.compile(
@@ -112,12 +117,10 @@ def _directive_in(region: bytes) -> str | None:
     return None
 
 
-def _parsed_directives(model: SourceModel, targets: set[str]) -> list[tuple[str, str, int]]:
-    """Preprocessor directives (other than ``#pragma``) the parser finds inside an editable region.
-
-    The line-based check misses a directive that follows a comment (``/**/ #define ...`` is still a
-    directive: comments are whitespace to the preprocessor); the parse tree does not.
-    """
+def _editable_nodes(model: SourceModel, targets: set[str], pick: Callable[[Node, bytes], str | None],
+                    ) -> list[tuple[str, str, int]]:  # fmt: skip
+    """``(text, region label, line)`` of each syntax node inside an editable region that ``pick`` names (returns
+    its text for); a picked node's children are not searched further."""
     found: list[tuple[str, str, int]] = []
     if model.tree is None:
         return found
@@ -126,16 +129,33 @@ def _parsed_directives(model: SourceModel, targets: set[str]) -> list[tuple[str,
     stack = [model.tree.root_node]
     while stack:
         node = stack.pop()
-        if node.type.startswith("preproc_") and node.type not in ("preproc_arg", "preproc_params"):
-            text = data[node.start_byte : node.end_byte].decode("utf-8", errors="replace").strip()
-            if not text.startswith("#pragma"):
-                for start, end, label in spans:
-                    if start <= node.start_byte and node.end_byte <= end:
-                        found.append((text.splitlines()[0][:80] if text else node.type, label, node.start_point[0]))
-                        break
-                continue
-        stack.extend(node.children)
+        text = pick(node, data)
+        if text is None:
+            stack.extend(node.children)
+            continue
+        for start, end, label in spans:
+            if start <= node.start_byte and node.end_byte <= end:
+                found.append((text, label, node.start_point[0]))
+                break
     return sorted(found, key=lambda f: f[2])
+
+
+def _parsed_directives(model: SourceModel, targets: set[str]) -> list[tuple[str, str, int]]:
+    """Preprocessor directives (other than ``#pragma``) the parser finds inside an editable region.
+
+    The line-based check misses a directive that follows a comment (``/**/ #define ...`` is still a
+    directive: comments are whitespace to the preprocessor); the parse tree does not.
+    """
+
+    def directive(node: Node, data: bytes) -> str | None:
+        if not node.type.startswith("preproc_") or node.type in ("preproc_arg", "preproc_params"):
+            return None
+        text = data[node.start_byte : node.end_byte].decode("utf-8", errors="replace").strip()
+        if text.startswith("#pragma"):
+            return None
+        return text.splitlines()[0][:80] if text else node.type
+
+    return _editable_nodes(model, targets, directive)
 
 
 def _persistent_locals(model: SourceModel, targets: set[str]) -> list[tuple[str, str, int]]:
@@ -146,27 +166,18 @@ def _persistent_locals(model: SourceModel, targets: set[str]) -> list[tuple[str,
     flag, which the harness's per-launch poisoning cannot see for ``inout`` buffers or replayed copies.
     Returns (declaration text, region label, line) of each.
     """
-    found: list[tuple[str, str, int]] = []
-    if model.tree is None:
-        return found
-    spans = _editable_spans(model, targets)
-    data = model.text.encode("utf-8", errors="replace")
-    stack = [model.tree.root_node]
-    while stack:
-        node = stack.pop()
-        if node.type == "declaration":
-            kids = node.children
-            storage = [c for c in kids if c.type == "storage_class_specifier"
-                       and data[c.start_byte : c.end_byte] in (b"static", b"extern")]  # fmt: skip
-            shared = any(data[c.start_byte : c.end_byte] == b"__shared__" for c in kids)
-            if storage and not shared:
-                for start, end, label in spans:
-                    if start <= node.start_byte and node.end_byte <= end:
-                        text = data[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
-                        found.append((" ".join(text.split())[:80], label, node.start_point[0]))
-                        break
-        stack.extend(node.children)
-    return sorted(found, key=lambda f: f[2])
+
+    def persistent(node: Node, data: bytes) -> str | None:
+        if node.type != "declaration":
+            return None
+        kids = node.children
+        storage = [c for c in kids if c.type == "storage_class_specifier"
+                   and data[c.start_byte : c.end_byte] in (b"static", b"extern")]  # fmt: skip
+        if not storage or any(data[c.start_byte : c.end_byte] == b"__shared__" for c in kids):
+            return None
+        return " ".join(data[node.start_byte : node.end_byte].decode("utf-8", errors="replace").split())[:80]
+
+    return _editable_nodes(model, targets, persistent)
 
 
 def check_scope(baseline: str, candidate: str, targets: list[str] | set[str], path: str = "<candidate>",

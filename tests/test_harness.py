@@ -791,20 +791,24 @@ def test_read_result_errors(tmp_path: Path) -> None:
 # End to end on a GPU (run with -m gpu on a GPU host)
 
 
-@pytest.mark.gpu
-def test_vadd_end_to_end_on_gpu(tmp_path: Path) -> None:
+def _build_one(text: str, entry: str, tmp_path: Path) -> tuple[HarnessPlan, Path]:
+    """Plan, generate and compile one harness in ``tmp_path`` (for the GPU tests)."""
     if NVCC is None:
         pytest.skip("nvcc not on PATH")
-    src = tmp_path / "vadd.cu"
-    src.write_text(VADD)
-    plan = _plan_of(VADD, "vadd", str(src))
+    src = tmp_path / f"{entry}.cu"
+    src.write_text(text)
+    plan = _plan_of(text, entry, str(src))
     hcu = tmp_path / "harness.cu"
     hcu.write_text(generate_harness(plan, str(src)))
     exe = tmp_path / "harness"
-    proc = subprocess.run(
-        harness_compile_command(str(hcu), str(exe), "sm_90"), capture_output=True, text=True
-    )
+    proc = subprocess.run(harness_compile_command(str(hcu), str(exe), "sm_90"), capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-4000:]
+    return plan, exe
+
+
+@pytest.mark.gpu
+def test_vadd_end_to_end_on_gpu(tmp_path: Path) -> None:
+    plan, exe = _build_one(VADD, "vadd", tmp_path)
 
     for shape in range(len(plan.shapes)):
         n = plan.shapes[shape].counts["c"]
@@ -902,16 +906,7 @@ def test_damaged_result_json_is_a_harness_error(tmp_path: Path, content: bytes) 
 @pytest.mark.gpu
 def test_host_launcher_error_return_is_a_launch_error(tmp_path: Path) -> None:
     """``cudaError_t solve(...)`` refusing a shape: the run reports launch_error with the code, never "ok"."""
-    if NVCC is None:
-        pytest.skip("nvcc not on PATH")
-    src = tmp_path / "host_err.cu"
-    src.write_text(HOST_LAUNCHER_ERR)
-    plan = _plan_of(HOST_LAUNCHER_ERR, "solve", str(src))
-    hcu = tmp_path / "harness.cu"
-    hcu.write_text(generate_harness(plan, str(src)))
-    exe = tmp_path / "harness"
-    proc = subprocess.run(harness_compile_command(str(hcu), str(exe), "sm_90"), capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    _, exe = _build_one(HOST_LAUNCHER_ERR, "solve", tmp_path)
     ok = _run(exe, "--mode", "check", "--shape", "0", "--out", str(tmp_path / "ok"))
     assert ok.returncode == 0 and read_result(tmp_path / "ok").status == "ok"
     bad = _run(exe, "--mode", "check", "--shape", "1", "--out", str(tmp_path / "bad"))  # N = 3 is refused
