@@ -88,5 +88,5 @@ def clear() -> None:
     c = _cache()
     if c is not None:
         c.clear()
-    # Harness binaries built by the local runner (kernellsp.runner.Runner.cached_build) live beside it.
+    # Harness binaries built by the local runner (kernellsp.run.runner.Runner.cached_build) live beside it.
     shutil.rmtree(cache_dir() / "bin", ignore_errors=True)

@@ -20,10 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernellsp import analysis, exprs, occupancy, rules, spec, toolchain
-from kernellsp.build import DEFAULT_ARCH, BuildResult, Cancelled, build, match_kernel
+from kernellsp.build import occupancy, toolchain
+from kernellsp.build.nvcc import DEFAULT_ARCH, BuildResult, Cancelled, build, match_kernel
 from kernellsp.findings import Finding, Range, Severity, line_range
-from kernellsp.source import Function, SourceModel, parse_source
+from kernellsp.rules import engine as rules
+from kernellsp.source import exprs, spec
+from kernellsp.source import facts as analysis
+from kernellsp.source.model import Function, SourceModel, parse_source
 
 CUDA_SUFFIXES = (".cu", ".cuh")
 _SKIP_DIRS = {".git", ".kernellsp", "node_modules", "build", "dist", ".venv", "venv", "__pycache__"}

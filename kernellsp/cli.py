@@ -91,10 +91,10 @@ def check(
     deep: Annotated[bool, typer.Option("--deep", help="Profile with the deep section set (slow).")] = False,
 ) -> None:
     """Report static findings (registers, spills, occupancy, hazards) for CUDA files."""
+    from kernellsp.build.occupancy import ARCHS
     from kernellsp.check import CheckError, CheckOptions, check_paths
-    from kernellsp.occupancy import ARCHS
-    from kernellsp.output import format_json, format_sarif, format_text
-    from kernellsp.rules import RuleError, load_rules
+    from kernellsp.report.findings import format_json, format_sarif, format_text
+    from kernellsp.rules.engine import RuleError, load_rules
 
     settings = _settings(Path(paths[0]) if paths else Path.cwd(), gpu_host)
     arch = arch or settings.arch
@@ -120,7 +120,7 @@ def check(
         text = format_json(report)
     elif output_format == OutputFormat.sarif:
         workspace = None
-        from kernellsp.spec import find_workspace_root
+        from kernellsp.source.spec import find_workspace_root
 
         workspace = find_workspace_root(Path(paths[0]))
         text = format_sarif(report, load_rules(workspace))
@@ -150,7 +150,7 @@ def _settings(anchor: Path, gpu_host: str | None = None) -> Settings:
     """The settings of ``anchor``'s workspace (its kernellsp.toml / pyproject.toml, then KERNELLSP_*), with
     ``--gpu-host`` on top, as the editor resolves them for that file; a bad settings file is a usage error."""
     from kernellsp.settings import SettingsError, load_settings
-    from kernellsp.spec import find_workspace_root
+    from kernellsp.source.spec import find_workspace_root
 
     try:
         return load_settings(find_workspace_root(anchor), {"gpu_host": gpu_host} if gpu_host else None)
@@ -160,7 +160,7 @@ def _settings(anchor: Path, gpu_host: str | None = None) -> Settings:
 
 def _make_runner(settings: Settings) -> tuple[object | None, str | None]:
     """The runner for GPU work, or ``(None, reason)`` when this host cannot do it."""
-    from kernellsp.profiling import profiling_runner
+    from kernellsp.profile.ncu import profiling_runner
 
     runner, problem = profiling_runner(settings)
     if runner is not None:
@@ -172,9 +172,9 @@ def _make_runner(settings: Settings) -> tuple[object | None, str | None]:
 def _add_profile_findings(report: object, paths: list[Path], settings: Settings, arch: str, deep: bool,
                           no_cache: bool, interactive: bool) -> None:  # fmt: skip
     from kernellsp.check import CheckReport
-    from kernellsp.profiling import ProfileOptions, profile_to_findings_for_check
-    from kernellsp.rules import load_rules
-    from kernellsp.spec import find_workspace_root
+    from kernellsp.profile.ncu import ProfileOptions, profile_to_findings_for_check
+    from kernellsp.rules.engine import load_rules
+    from kernellsp.source.spec import find_workspace_root
 
     assert isinstance(report, CheckReport)
     runner, problem = _make_runner(settings)
@@ -215,10 +215,10 @@ def profile_cmd(
     """Profile FILE's kernels under Nsight Compute: duration, roofline position, bottleneck, findings, hot lines."""
     import json
 
-    from kernellsp.build import Cancelled
-    from kernellsp.profiling import ProfileError, ProfileOptions, profile_file
-    from kernellsp.runner import Runner, RunnerError
-    from kernellsp.spec import find_workspace_root, load_workspace_specs
+    from kernellsp.build.nvcc import Cancelled
+    from kernellsp.profile.ncu import ProfileError, ProfileOptions, profile_file
+    from kernellsp.run.runner import Runner, RunnerError
+    from kernellsp.source.spec import find_workspace_root, load_workspace_specs
 
     text = _read_cuda(file)
     if save_report is not None:
@@ -250,7 +250,7 @@ def profile_cmd(
     if output_format == OutputFormat.json:
         typer.echo(json.dumps(outcome.to_dict(), indent=2, sort_keys=True, default=str))
         raise typer.Exit(0)
-    from kernellsp.profiling import format_outcome
+    from kernellsp.profile.ncu import format_outcome
 
     typer.echo(format_outcome(outcome, str(file), top))
     for n in outcome.notes:
@@ -273,8 +273,8 @@ def _read_cuda(file: Path) -> str:
 
 
 def _pick_entry(file: Path, text: str, kernel: str | None) -> str:
-    from kernellsp.source import parse_source
-    from kernellsp.spec import specs_from_source
+    from kernellsp.source.model import parse_source
+    from kernellsp.source.spec import specs_from_source
 
     model = parse_source(text, str(file))
     entries = [b.entry for b in specs_from_source(model)[0]]
@@ -339,14 +339,20 @@ def optimize(
     import json
     import threading
 
-    from kernellsp.build import Cancelled
-    from kernellsp.optimize import ApplyError, OptimizeError, OptimizeOptions, apply_result, default_proposers
-    from kernellsp.optimize import optimize as run_optimize
-    from kernellsp.proposers.base import ProposerError
-    from kernellsp.rules import load_rules
-    from kernellsp.runner import Runner, RunnerError
-    from kernellsp.spec import find_workspace_root
-    from kernellsp.verify import VerifyError, VerifyOptions
+    from kernellsp.build.nvcc import Cancelled
+    from kernellsp.optimize.loop import (
+        ApplyError,
+        OptimizeError,
+        OptimizeOptions,
+        apply_result,
+        default_proposers,
+    )
+    from kernellsp.optimize.loop import optimize as run_optimize
+    from kernellsp.optimize.propose.base import ProposerError
+    from kernellsp.optimize.verify.gate import VerifyError, VerifyOptions
+    from kernellsp.rules.engine import load_rules
+    from kernellsp.run.runner import Runner, RunnerError
+    from kernellsp.source.spec import find_workspace_root
 
     if proposer not in ("auto", "tuner", "llm"):
         raise _fail(f"--proposer {proposer}: expected auto, tuner or llm")
@@ -429,10 +435,10 @@ def verify(
     """Run the scope, correctness, sanitizer and timing gates on a rewrite from anywhere; exit 0 only if accepted."""
     import json
 
-    from kernellsp.build import Cancelled
-    from kernellsp.runner import Runner, RunnerError
-    from kernellsp.verify import VerifyError, VerifyOptions, write_evidence
-    from kernellsp.verify import verify as run_verify
+    from kernellsp.build.nvcc import Cancelled
+    from kernellsp.optimize.verify.gate import VerifyError, VerifyOptions, write_evidence
+    from kernellsp.optimize.verify.gate import verify as run_verify
+    from kernellsp.run.runner import Runner, RunnerError
 
     text = _read_cuda(file)
     ctext = _read_cuda(candidate)
@@ -469,7 +475,7 @@ def verify(
 @app.command()
 def history(file: Annotated[Path | None, typer.Argument(help="Only this file.")] = None) -> None:
     """Show what the rewrite loop tried: idea, proposer, verdict, predicted vs measured gain."""
-    from kernellsp.optimize import Memory, _rel, state_dir
+    from kernellsp.optimize.loop import Memory, _rel, state_dir
 
     base = file if file is not None else Path.cwd() / "x.cu"
     mem = Memory(state_dir(base) / "memory.json")
@@ -490,10 +496,10 @@ def history(file: Annotated[Path | None, typer.Argument(help="Only this file.")]
 def replay(bundle: Annotated[Path, typer.Argument(help="An evidence bundle directory.")],
            gpu_host: Annotated[str | None, typer.Option("--gpu-host", help="Run on user@host over ssh.")] = None) -> None:  # fmt: skip
     """Re-run a bundle's final verdict and compare it with the recorded one; exit 0 when they agree."""
-    from kernellsp.optimize import OptimizeError
-    from kernellsp.optimize import replay as run_replay
-    from kernellsp.runner import Runner, RunnerError
-    from kernellsp.verify import VerifyError
+    from kernellsp.optimize.loop import OptimizeError
+    from kernellsp.optimize.loop import replay as run_replay
+    from kernellsp.optimize.verify.gate import VerifyError
+    from kernellsp.run.runner import Runner, RunnerError
 
     runner, problem = _make_runner(_settings(bundle, gpu_host))
     if runner is None:
@@ -514,7 +520,7 @@ def replay(bundle: Annotated[Path, typer.Argument(help="An evidence bundle direc
 def revert_cmd(file: Annotated[Path, typer.Argument(help="A file kernellsp rewrote with --apply.")],
                force: Annotated[bool, typer.Option("--force", help="Restore even if the file changed since.")] = False) -> None:  # fmt: skip
     """Restore the file from the backup kept by `optimize --apply`."""
-    from kernellsp.optimize import ApplyError, revert
+    from kernellsp.optimize.loop import ApplyError, revert
 
     try:
         backup = revert(file, force)
@@ -528,8 +534,8 @@ def rules_list(ctx: typer.Context) -> None:
     """List every rule: code, severity, scope and title."""
     if ctx.invoked_subcommand is not None:
         return
-    from kernellsp.rules import RuleError, load_rules
-    from kernellsp.spec import find_workspace_root
+    from kernellsp.rules.engine import RuleError, load_rules
+    from kernellsp.source.spec import find_workspace_root
 
     try:
         rs = load_rules(find_workspace_root(Path.cwd()))
@@ -542,8 +548,8 @@ def rules_list(ctx: typer.Context) -> None:
 @rules_app.command("show")
 def rules_show(code: Annotated[str, typer.Argument(help="Rule code, e.g. KL101.")]) -> None:
     """Print one rule: metadata, condition, message, fix and guidance."""
-    from kernellsp.rules import RuleError, load_rules
-    from kernellsp.spec import find_workspace_root
+    from kernellsp.rules.engine import RuleError, load_rules
+    from kernellsp.source.spec import find_workspace_root
 
     try:
         rs = load_rules(find_workspace_root(Path.cwd()))
@@ -571,7 +577,7 @@ def rules_show(code: Annotated[str, typer.Argument(help="Rule code, e.g. KL101."
 def doctor() -> None:
     """Report nvcc, ptxas, nvdisasm, ncu, the GPU, counter permission and LLM settings, with fixes."""
     from kernellsp.doctor import run_checks
-    from kernellsp.spec import find_workspace_root
+    from kernellsp.source.spec import find_workspace_root
 
     checks = run_checks(find_workspace_root(Path.cwd()))
     mark = {"ok": "ok  ", "missing": "MISS", "warn": "warn"}

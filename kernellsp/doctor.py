@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from kernellsp import toolchain
+from kernellsp.build import toolchain
 from kernellsp.settings import Settings, SettingsError, load_settings
 
 

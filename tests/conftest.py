@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kernellsp import toolchain
+from kernellsp.build import toolchain
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES_DIR = REPO / "samples"

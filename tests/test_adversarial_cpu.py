@@ -2,7 +2,7 @@
 
 Every candidate is a full copy of a sample with one cheating, wrong or correct edit. Here: the
 manifest is well formed; every file exists and parses; every ``gate = "scope"`` case is refused by
-the scope gate exactly as :func:`kernellsp.verify.verify` calls it, with a reason naming the problem;
+the scope gate exactly as :func:`kernellsp.optimize.verify.gate.verify` calls it, with a reason naming the problem;
 every ``gate = "gpu"`` case passes the scope gate and its launch spec, and its harness builds with the
 real nvcc (the ``compile_error`` case must not); the precision-downgrade cases really fall outside the
 spec's tolerance (simulated with numpy). tests/test_adversarial_gpu.py runs the GPU gates.
@@ -21,10 +21,12 @@ import numpy as np
 import pytest
 from conftest import requires_nvcc
 
-from kernellsp import compare, harness, spec
-from kernellsp.scope import check_scope, edit_targets
-from kernellsp.source import parse_source
-from kernellsp.verify import VERDICTS
+from kernellsp.optimize.verify import correctness as compare
+from kernellsp.optimize.verify.gate import VERDICTS
+from kernellsp.optimize.verify.scope import check_scope, edit_targets
+from kernellsp.run import harness
+from kernellsp.source import spec
+from kernellsp.source.model import parse_source
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests" / "adversarial"

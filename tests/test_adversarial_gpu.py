@@ -1,7 +1,7 @@
 """The adversarial corpus (tests/adversarial/) through the whole verification gate on a real GPU.
 
 Run on a GPU host with ``pytest -m gpu tests/test_adversarial_gpu.py``. Every case of
-tests/adversarial/manifest.toml goes through :func:`kernellsp.verify.verify` with the local runner,
+tests/adversarial/manifest.toml goes through :func:`kernellsp.optimize.verify.gate.verify` with the local runner,
 and its verdict kind must be the manifest's ``expect`` (or one of ``expect_any``). All results, passing
 or not, are written at the end of the session to ``tests/bench/results/adversarial-<gpu>.json`` and
 ``.md`` (case, pitfall, expected, got, message, seconds).
@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from gpuinfo import gpu_slug, local_gpu_name
 
-from kernellsp.runner import LocalRunner
-from kernellsp.verify import VerifyError, VerifyOptions, verify
+from kernellsp.optimize.verify.gate import VerifyError, VerifyOptions, verify
+from kernellsp.run.runner import LocalRunner
 
 pytestmark = pytest.mark.gpu
 
@@ -73,7 +73,7 @@ def runner() -> LocalRunner:
 @pytest.fixture(scope="session")
 def recorder(runner: LocalRunner) -> Iterator[dict[str, Any]]:
     """Collects every case's result; writes the JSON and markdown once, whatever failed."""
-    from kernellsp.profiling import runner_environment
+    from kernellsp.profile.ncu import runner_environment
 
     state: dict[str, Any] = {"rows": [], "gpu": local_gpu_name() or "unknown-gpu", "environment": runner_environment(runner)}
     yield state

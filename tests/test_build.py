@@ -8,9 +8,16 @@ from pathlib import Path
 import pytest
 from conftest import requires_nvcc
 
-from kernellsp import build, toolchain
-from kernellsp.build import BuildResult, CompilerMessage, KernelResources, match_kernel, parse_compiler_output
-from kernellsp.source import parse_source
+from kernellsp.build import nvcc as build
+from kernellsp.build import toolchain
+from kernellsp.build.nvcc import (
+    BuildResult,
+    CompilerMessage,
+    KernelResources,
+    match_kernel,
+    parse_compiler_output,
+)
+from kernellsp.source.model import parse_source
 
 # Captured from `nvcc -arch=sm_90 -cubin -lineinfo -Xptxas -v` (CUDA 13.0.88) on RESOURCES_CU below
 # plus a spilling kernel capped by __launch_bounds__(1024, 2) that calls a __noinline__ function.

@@ -16,7 +16,8 @@ import pytest
 from conftest import REPO, requires_nvcc
 from typer.testing import CliRunner, Result
 
-from kernellsp import __version__, toolchain
+from kernellsp import __version__
+from kernellsp.build import toolchain
 from kernellsp.cli import app
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "fixtures" / "sarif-schema-2.1.0.json"
@@ -457,8 +458,8 @@ def test_profile_save_report_destination_checked_first(tmp_path: Path, in_repo: 
 
 
 def test_profile_unknown_kernel_is_named_not_replaced_by_the_program(tmp_path: Path) -> None:
-    from kernellsp.profiling import ProfileError, ProfileOptions, profile_file
-    from kernellsp.runner import LocalRunner
+    from kernellsp.profile.ncu import ProfileError, ProfileOptions, profile_file
+    from kernellsp.run.runner import LocalRunner
 
     path = REPO / "samples" / "vector_add.cu"
     with pytest.raises(ProfileError) as ei:  # raised before any runner work: no GPU needed

@@ -1,4 +1,4 @@
-"""Tests of the correctness comparison (kernellsp.compare) and the timing statistics (kernellsp.timing).
+"""Tests of the correctness comparison (kernellsp.optimize.verify.correctness) and the timing statistics (kernellsp.optimize.verify.timing).
 
 Buffers are built the way the harness writes them (raw little-endian bytes; bf16 as the upper half
 of an fp32). Timings are synthetic rounds with controlled noise, so the statistics can be checked
@@ -12,8 +12,9 @@ import math
 import numpy as np
 import pytest
 
-from kernellsp import compare, timing
-from kernellsp.spec import Tolerance as SpecTolerance
+from kernellsp.optimize.verify import correctness as compare
+from kernellsp.optimize.verify import timing
+from kernellsp.source.spec import Tolerance as SpecTolerance
 
 N = 4096
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernellsp import exprs
-from kernellsp.exprs import ExprError, evaluate, evaluate_int, parse
+from kernellsp.source import exprs
+from kernellsp.source.exprs import ExprError, evaluate, evaluate_int, parse
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Tests of kernellsp.harness: planning, generation, compilation with the real nvcc, the Python mirror
+"""Tests of kernellsp.run.harness: planning, generation, compilation with the real nvcc, the Python mirror
 of the harness PRNG (checked against the compiled program's ``--mode inputs``, which needs no GPU),
 and the result reader. One ``gpu``-marked test runs the vector-add harness end to end on a GPU."""
 
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from kernellsp.harness import (
+from kernellsp.run.harness import (
     RESULT_FORMAT,
     HarnessError,
     HarnessPlan,
@@ -35,8 +35,8 @@ from kernellsp.harness import (
     poison_byte,
     read_result,
 )
-from kernellsp.source import parse_source
-from kernellsp.spec import KernelSpec, parse_spec_text, specs_from_source
+from kernellsp.source.model import parse_source
+from kernellsp.source.spec import KernelSpec, parse_spec_text, specs_from_source
 
 NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")

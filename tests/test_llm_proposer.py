@@ -1,7 +1,7 @@
 """The LLM proposer against a scripted OpenAI-compatible server (tests/fake_llm.py), real openai client.
 
 The context is samples/vector_add.cu with its spec, the real findings of ``check_text`` (so the prompt
-carries real rule guidance) and a profile summary in the format kernellsp.profiling produces.
+carries real rule guidance) and a profile summary in the format kernellsp.profile.ncu produces.
 """
 
 from __future__ import annotations
@@ -15,17 +15,17 @@ import pytest
 from conftest import SAMPLES_DIR, requires_nvcc
 from fake_llm import FLOAT4, GRID_STRIDE, FakeLlm, answer, candidate
 
-from kernellsp import spec as specmod
 from kernellsp.check import CheckOptions, check_text
 from kernellsp.findings import Finding
-from kernellsp.profiling import KernelSummary
-from kernellsp.proposers.base import ProposalContext, ProposerError
-from kernellsp.proposers.llm import AnswerError, LlmProposer, extract_json, is_loopback
-from kernellsp.proposers.prompt import SYSTEM_PROMPT, build_messages
-from kernellsp.rules import RuleSet, load_rules
-from kernellsp.scope import check_scope
+from kernellsp.optimize.propose.base import ProposalContext, ProposerError
+from kernellsp.optimize.propose.llm import AnswerError, LlmProposer, extract_json, is_loopback
+from kernellsp.optimize.propose.prompt import SYSTEM_PROMPT, build_messages
+from kernellsp.optimize.verify.scope import check_scope
+from kernellsp.profile.ncu import KernelSummary
+from kernellsp.rules.engine import RuleSet, load_rules
 from kernellsp.settings import LlmSettings
-from kernellsp.source import parse_source
+from kernellsp.source import spec as specmod
+from kernellsp.source.model import parse_source
 
 VECTOR_ADD = SAMPLES_DIR / "vector_add.cu"
 NO_KEY_VAR = "KERNELLSP_TEST_LLM_KEY_THAT_IS_NOT_SET"
@@ -45,7 +45,7 @@ def findings(ruleset: RuleSet) -> list[Finding]:
 
 
 def _profile() -> dict[str, Any]:
-    """A profile summary in the shape kernellsp.profiling.KernelSummary has (values of an H100 run)."""
+    """A profile summary in the shape kernellsp.profile.ncu.KernelSummary has (values of an H100 run)."""
     return KernelSummary(
         name="vector_add", entry="vector_add", duration_ns=245_310.0, dram_pct=88.4, fp32_pct=1.2, sm_pct=21.0,
         bottleneck="memory-bound (DRAM)",
@@ -486,7 +486,7 @@ def test_fake_server_speaks_openai(fake: FakeLlm) -> None:
 
 def test_later_rounds_quote_the_profiled_original(ruleset: RuleSet, ctx: ProposalContext) -> None:
     """The loop checks and profiles the original once: its line numbers refer to the original text."""
-    from kernellsp.proposers.base import splice_kernel
+    from kernellsp.optimize.propose.base import splice_kernel
 
     champion = splice_kernel(ctx.text, "vector_add", GRID_STRIDE)
     model = parse_source(champion, ctx.path)

@@ -21,7 +21,7 @@ from test_lsp_support import (
     workspace,
 )
 
-from kernellsp import toolchain
+from kernellsp.build import toolchain
 
 
 def _pos(path: Path, needle: str, offset: int = 0) -> types.Position:

@@ -186,7 +186,7 @@ def _tools_mentioning(needle: str) -> list[int]:
 
 
 def test_stdin_close_exits_cleanly_and_kills_nvcc(workspace: Path, tmp_path: Path) -> None:
-    from kernellsp import toolchain
+    from kernellsp.build import toolchain
 
     have_nvcc = toolchain.find_tool("nvcc") is not None
     big = workspace / "big.cu"

@@ -29,8 +29,8 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
-from kernellsp import spec
-from kernellsp.source import parse_source
+from kernellsp.source import spec
+from kernellsp.source.model import parse_source
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"

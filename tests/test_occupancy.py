@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernellsp.occupancy import ARCHS, arch_limits, compute
+from kernellsp.build.occupancy import ARCHS, arch_limits, compute
 
 # (threads, registers, smem bytes) -> (blocks/SM, occupancy %, limiter, block limits by registers, smem, warps)
 # Values as the CUDA occupancy calculator (and ncu's "Block Limit *" metrics) give them for

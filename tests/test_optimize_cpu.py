@@ -17,9 +17,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from kernellsp import spec as specmod
 from kernellsp.cli import app
-from kernellsp.optimize import (
+from kernellsp.optimize.loop import (
     ApplyError,
     CandidateRecord,
     Memory,
@@ -34,13 +33,14 @@ from kernellsp.optimize import (
     side_file,
     state_dir,
 )
-from kernellsp.profiling import local_gpu_problem
-from kernellsp.proposers.base import ProposalContext
-from kernellsp.proposers.tuner import Tuner
-from kernellsp.runner import LocalRunner
-from kernellsp.scope import check_scope, edit_targets
-from kernellsp.source import parse_source
-from kernellsp.verify import Verdict
+from kernellsp.optimize.propose.base import ProposalContext
+from kernellsp.optimize.propose.tuner import Tuner
+from kernellsp.optimize.verify.gate import Verdict
+from kernellsp.optimize.verify.scope import check_scope, edit_targets
+from kernellsp.profile.ncu import local_gpu_problem
+from kernellsp.run.runner import LocalRunner
+from kernellsp.source import spec as specmod
+from kernellsp.source.model import parse_source
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "samples"
@@ -590,7 +590,7 @@ def test_memory_of_the_wrong_shape_starts_afresh(tmp_path: Path, content: str) -
 
 
 def _loop(ws: Path, monkeypatch: pytest.MonkeyPatch, fake_verify: Any, **kw: Any) -> OptimizeResult:
-    import kernellsp.optimize as opt
+    import kernellsp.optimize.loop as opt
 
     monkeypatch.setattr(opt, "verify", fake_verify)
     path = ws / "softmax_row.cu"
@@ -631,7 +631,7 @@ def test_interrupt_cancels_the_candidates_still_verifying(ws: Path, monkeypatch:
 
 
 def test_replay_uses_the_gates_the_run_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import kernellsp.optimize as opt
+    import kernellsp.optimize.loop as opt
 
     bundle = tmp_path / "bundle"
     bundle.mkdir()

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kernellsp.profiling import ProfileOptions, profile_file, runner_environment
-from kernellsp.runner import LocalRunner
+from kernellsp.profile.ncu import ProfileOptions, profile_file, runner_environment
+from kernellsp.run.runner import LocalRunner
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ HBM3 (``tests/bench/record_probe.sh``): every rule fires on the same kernels and
 last section of this file), with the H100's own values (e.g. copy_f4 DRAM 85% of a lower peak).
 
 Every rule gets a kernel where it fires and one where it must not. Three rules have no firing
-probe kernel, so their firing case evaluates the rule (:func:`kernellsp.rules.applies`) on a copy
+probe kernel, so their firing case evaluates the rule (:func:`kernellsp.rules.engine.applies`) on a copy
 of a real kernel's metrics with one value changed, and the real kernels are the silent cases:
 
 * KL502 (L2-bound): no probe kernel is L2-bound (copy_f4's L2 88% is the DRAM traffic passing
@@ -34,10 +34,9 @@ import pytest
 
 pytest.importorskip("ncu_report")
 
-from kernellsp import rules
 from kernellsp.findings import Finding
 from kernellsp.profile import KernelProfile, ProfileReport, load_report
-from kernellsp.profiling import (
+from kernellsp.profile.ncu import (
     KernelSummary,
     bottleneck,
     footprint_bytes,
@@ -45,8 +44,9 @@ from kernellsp.profiling import (
     line_profile_metrics,
     profile_findings,
 )
-from kernellsp.source import SourceModel, parse_source
-from kernellsp.spec import BoundSpec, spec_from_dict
+from kernellsp.rules import engine as rules
+from kernellsp.source.model import SourceModel, parse_source
+from kernellsp.source.spec import BoundSpec, spec_from_dict
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ncu"
 KINDS = FIXTURES / "kinds.cu"

@@ -15,10 +15,10 @@ import pytest
 
 from kernellsp.findings import Finding
 from kernellsp.profile import load_report
-from kernellsp.profiling import bottleneck, kernel_profile_metrics, profile_findings
-from kernellsp.rules import load_rules
-from kernellsp.source import parse_file
-from kernellsp.spec import specs_from_source
+from kernellsp.profile.ncu import bottleneck, kernel_profile_metrics, profile_findings
+from kernellsp.rules.engine import load_rules
+from kernellsp.source.model import parse_file
+from kernellsp.source.spec import specs_from_source
 
 NCU = Path(__file__).resolve().parent / "fixtures" / "ncu"
 GPUS = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200"}

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kernellsp import rules
 from kernellsp.cli import app
-from kernellsp.rules import Rule, RuleError, load_rule_file, load_rules
+from kernellsp.rules import engine as rules
+from kernellsp.rules.engine import Rule, RuleError, load_rule_file, load_rules
 
 BUNDLED = rules.bundled_rules_dir()
 RULE_FILES = sorted(BUNDLED.glob("*.toml"))

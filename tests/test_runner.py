@@ -1,4 +1,4 @@
-"""kernellsp.runner on this host (LocalRunner; no GPU needed): scratch dirs, file transfer, the clean
+"""kernellsp.run.runner on this host (LocalRunner; no GPU needed): scratch dirs, file transfer, the clean
 environment, timeouts and cancel that kill the whole process group, the GPU lock, failure texts."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from kernellsp.build import Cancelled
-from kernellsp.runner import LocalRunner, RunnerError, SshRunner, classify_failure, clean_env, make_runner
+from kernellsp.build.nvcc import Cancelled
+from kernellsp.run.runner import LocalRunner, RunnerError, SshRunner, classify_failure, clean_env, make_runner
 
 SECRETS = {
     "OPENAI_API_KEY": "sk-test-openai-0123456789",
@@ -437,7 +437,7 @@ def test_cached_build_honours_no_cache(runner: LocalRunner, workdir: str, tmp_pa
 
 def test_tool_versions_parse_to_one_string() -> None:
     """The environment recorded with a profile (and keyed into its cache) holds version strings, never lists."""
-    from kernellsp.toolchain import parse_version
+    from kernellsp.build.toolchain import parse_version
 
     assert parse_version("nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 13.0, V13.0.88\n") == "13.0.88"
     assert parse_version("NVIDIA (R) Nsight Compute Command Line Profiler\nVersion 2025.3.1.0 (build 36398880)\n") == "2025.3.1.0"

@@ -1,4 +1,4 @@
-"""kernellsp.runner.SshRunner against a real OpenSSH server on 127.0.0.1 (``tests/sshd.py``).
+"""kernellsp.run.runner.SshRunner against a real OpenSSH server on 127.0.0.1 (``tests/sshd.py``).
 
 The "remote" host is this machine reached through sshd, so the remote side sees this host's tools
 (nvcc yes, nvidia-smi no) and remote pids can be checked in /proc here. Skipped without
@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 import sshd
 
-from kernellsp.build import Cancelled
-from kernellsp.profiling import ProfileError, ProfileOptions, profile_file, runner_environment
-from kernellsp.runner import RunnerError, SshRunner
+from kernellsp.build.nvcc import Cancelled
+from kernellsp.profile.ncu import ProfileError, ProfileOptions, profile_file, runner_environment
+from kernellsp.run.runner import RunnerError, SshRunner
 
 REPO = Path(__file__).resolve().parent.parent
 SECRETS = {"OPENAI_API_KEY": "sk-test-openai-0123456789", "MY_TOKEN": "tok-test-abcdef",

@@ -2,7 +2,7 @@
 
 The GPU machine reaches itself over ssh: a real OpenSSH server on 127.0.0.1 (``tests/sshd.py``; on a
 host without OpenSSH, ``KERNELLSP_TEST_SSH_BUNDLE`` points at a bundle made by
-``tests/ssh_bundle.sh``) and :class:`kernellsp.runner.SshRunner` with the test key. Everything the
+``tests/ssh_bundle.sh``) and :class:`kernellsp.run.runner.SshRunner` with the test key. Everything the
 remote side does — harness generation is local, but the nvcc build, ncu, the harness runs, the lock
 and the scratch directories — happens in the ssh session, whose environment is the runner's clean
 one, not this process's. The results must match what the local runner finds on the same GPU.
@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import sshd
 
-from kernellsp.optimize import replay
-from kernellsp.profiling import ProfileError, ProfileOptions, profile_file, runner_environment
-from kernellsp.runner import LocalRunner, RunnerError, SshRunner
-from kernellsp.verify import VerifyOptions
+from kernellsp.optimize.loop import replay
+from kernellsp.optimize.verify.gate import VerifyOptions
+from kernellsp.profile.ncu import ProfileError, ProfileOptions, profile_file, runner_environment
+from kernellsp.run.runner import LocalRunner, RunnerError, SshRunner
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kernellsp import spec
-from kernellsp.source import parse_file
+from kernellsp.source import spec
+from kernellsp.source.model import parse_file
 
 SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
 SAMPLES = sorted(SAMPLES_DIR.glob("*.cu"))
@@ -60,7 +60,7 @@ def test_sample_compiles(path: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
 def test_sample_harness_compiles(path: Path, tmp_path: Path) -> None:
     """Every sample's spec is runnable as written: kernellsp's harness for it builds with the real nvcc."""
-    from kernellsp import harness
+    from kernellsp.run import harness
 
     nvcc = shutil.which("nvcc")
     if nvcc is None:

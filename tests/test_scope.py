@@ -1,4 +1,4 @@
-"""Tests of kernellsp.scope: what a candidate rewrite may change, checked before anything compiles.
+"""Tests of kernellsp.optimize.verify.scope: what a candidate rewrite may change, checked before anything compiles.
 
 Every case edits one real file (BASE below, or a sample) and runs the real parser and scope checker.
 Accepted: kernel bodies, ``__device__`` helpers (edited, added above the spec block, removed),
@@ -13,9 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from kernellsp import spec as specmod
-from kernellsp.scope import ALLOWED_FLAGS, ScopeResult, check_scope, check_spec_change, edit_targets
-from kernellsp.source import parse_source
+from kernellsp.optimize.verify.scope import (
+    ALLOWED_FLAGS,
+    ScopeResult,
+    check_scope,
+    check_spec_change,
+    edit_targets,
+)
+from kernellsp.source import spec as specmod
+from kernellsp.source.model import parse_source
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from kernellsp.source import Function, SourceModel, parse_source
+from kernellsp.source.model import Function, SourceModel, parse_source
 
 SRC = """\
 #include <cuda_runtime.h>

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from kernellsp import spec
-from kernellsp.source import SourceModel, parse_file, parse_source
-from kernellsp.spec import KernelSpec, SpecIssue
+from kernellsp.source import spec
+from kernellsp.source.model import SourceModel, parse_file, parse_source
+from kernellsp.source.spec import KernelSpec, SpecIssue
 
 SAMPLES = sorted((Path(__file__).resolve().parent.parent / "samples").glob("*.cu"))
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLES_DIR, requires_nvcc
 
-from kernellsp import occupancy
+from kernellsp.build import occupancy
 from kernellsp.check import CheckOptions, FileReport, check_text
 from kernellsp.findings import Finding, Severity
-from kernellsp.rules import RuleSet, load_rules
+from kernellsp.rules.engine import RuleSet, load_rules
 
 pytestmark = requires_nvcc
 

@@ -1,6 +1,6 @@
-"""Tests of the built-in tuner (kernellsp.proposers.tuner) on the samples and on small kernels.
+"""Tests of the built-in tuner (kernellsp.optimize.propose.tuner) on the samples and on small kernels.
 
-Every candidate must be in scope (kernellsp.scope with the targets verify uses), differ from the
+Every candidate must be in scope (kernellsp.optimize.verify.scope with the targets verify uses), differ from the
 file, be new (keys unique, tried transforms and keys skipped), and build: the harness of every
 candidate of a few samples is planned, generated and compiled with the real nvcc.
 """
@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from kernellsp import harness
-from kernellsp import spec as specmod
 from kernellsp.findings import Finding, Severity, line_range
-from kernellsp.proposers.base import Candidate, ProposalContext
-from kernellsp.proposers.tuner import Tuner
-from kernellsp.scope import check_scope, edit_targets
-from kernellsp.source import parse_source
+from kernellsp.optimize.propose.base import Candidate, ProposalContext
+from kernellsp.optimize.propose.tuner import Tuner
+from kernellsp.optimize.verify.scope import check_scope, edit_targets
+from kernellsp.run import harness
+from kernellsp.source import spec as specmod
+from kernellsp.source.model import parse_source
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 SAMPLE_FILES = sorted(p.name for p in SAMPLES.glob("*.cu"))

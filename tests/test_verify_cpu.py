@@ -1,6 +1,6 @@
 """The verification gate on a machine without a GPU: everything decided before the first GPU step.
 
-``kernellsp.verify.verify`` checks the edit scope and the candidate's launch before it asks the
+``kernellsp.optimize.verify.gate.verify`` checks the edit scope and the candidate's launch before it asks the
 runner for anything, so an out-of-scope candidate is refused (``scope_violation``) here with a
 real LocalRunner that is never used; a baseline without a spec raises VerifyError. The CLI needs a
 runner before it verifies: without a GPU and without --gpu-host it exits 2 saying so. With a
@@ -18,9 +18,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from kernellsp.cli import app
-from kernellsp.profiling import local_gpu_problem
-from kernellsp.runner import LocalRunner, RunResult
-from kernellsp.verify import (
+from kernellsp.optimize.verify.gate import (
     VERDICTS,
     Verdict,
     VerifyError,
@@ -29,6 +27,8 @@ from kernellsp.verify import (
     verify,
     write_evidence,
 )
+from kernellsp.profile.ncu import local_gpu_problem
+from kernellsp.run.runner import LocalRunner, RunResult
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "samples"

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from gpuinfo import gpu_slug, local_gpu_name
 
-from kernellsp.optimize import OptimizeOptions, apply_result, optimize, replay, revert
-from kernellsp.profiling import runner_environment
-from kernellsp.proposers.tuner import Tuner
-from kernellsp.runner import LocalRunner
-from kernellsp.verify import VerifyOptions, verify
+from kernellsp.optimize.loop import OptimizeOptions, apply_result, optimize, replay, revert
+from kernellsp.optimize.propose.tuner import Tuner
+from kernellsp.optimize.verify.gate import VerifyOptions, verify
+from kernellsp.profile.ncu import runner_environment
+from kernellsp.run.runner import LocalRunner
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[1]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernellsp.occupancy import ARCHS
+from kernellsp.build.occupancy import ARCHS
 from kernellsp.settings import Settings, SettingsError, load_settings
 
 #: camelCase path in the editor section → snake_case path in :class:`Settings`.

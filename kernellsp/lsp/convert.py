@@ -17,7 +17,7 @@ from typing import Any
 
 from kernellsp.findings import Finding, Severity
 from kernellsp.findings import Range as CoreRange
-from kernellsp.rules import Rule, RuleSet, bundled_rules_dir
+from kernellsp.rules.engine import Rule, RuleSet, bundled_rules_dir
 
 SOURCE = "kernellsp"
 RULES_URL = "https://github.com/kernellsp/kernellsp/blob/main/rules/"

@@ -38,10 +38,10 @@ from kernellsp import __version__
 from kernellsp.check import FileReport
 from kernellsp.lsp.config import ServerOptions
 from kernellsp.lsp.jobs import JobManager
-from kernellsp.rules import RuleSet
-from kernellsp.runner import Runner
+from kernellsp.rules.engine import RuleSet
+from kernellsp.run.runner import Runner
 from kernellsp.settings import Settings
-from kernellsp.source import SourceModel, parse_source
+from kernellsp.source.model import SourceModel, parse_source
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +131,7 @@ class KernelLspServer(LanguageServer):
         )  # fmt: skip
         self.jobs = JobManager(self)
         self.results: dict[str, CheckResult] = {}
-        #: The last profile (:class:`kernellsp.profiling.ProfileOutcome`) per document, and the document
+        #: The last profile (:class:`kernellsp.profile.ncu.ProfileOutcome`) per document, and the document
         #: version it was taken of (its lines hold for that version only).
         self.profiles: dict[str, Any] = {}
         self.profile_versions: dict[str, int | None] = {}
@@ -162,7 +162,7 @@ class KernelLspServer(LanguageServer):
         layer and the optimize command, so an ssh host is reached through one connection. A runner
         for earlier settings stays open while jobs that started with it finish; all close at shutdown.
         """
-        from kernellsp.profiling import profiling_runner
+        from kernellsp.profile.ncu import profiling_runner
 
         key = (self.settings.runner, self.settings.gpu_host)
         with self._runners_lock:

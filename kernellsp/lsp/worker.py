@@ -19,13 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from kernellsp import rules as rules_mod
-from kernellsp import spec, toolchain
-from kernellsp.build import Cancelled
+from kernellsp.build import toolchain
+from kernellsp.build.nvcc import Cancelled
 from kernellsp.check import CheckOptions, FileReport, check_text
 from kernellsp.lsp.convert import RangeMapper, diagnostic
+from kernellsp.rules import engine as rules_mod
 from kernellsp.settings import Settings
-from kernellsp.source import SourceModel, parse_source
+from kernellsp.source import spec
+from kernellsp.source.model import SourceModel, parse_source
 
 TEST_DELAY_ENV = "KERNELLSP_TEST_JOB_DELAY"
 
@@ -64,7 +65,7 @@ def check_document(
     """Check ``text`` as the content of ``path`` and build its diagnostics.
 
     ``cancel`` is a :class:`threading.Event` or a :class:`~kernellsp.lsp.procpool.CancelFlag`;
-    raises :class:`kernellsp.build.Cancelled` when it is set before or during the build.
+    raises :class:`kernellsp.build.nvcc.Cancelled` when it is set before or during the build.
     """
     t0 = time.monotonic()
     flag = cast(threading.Event | None, cancel)

@@ -19,7 +19,7 @@ from kernellsp.profile.report import (
 )
 
 if TYPE_CHECKING:
-    from kernellsp.metrics import MetricDef
+    from kernellsp.rules.registry import MetricDef
 
 __all__ = [
     "DERIVED_DOC",
@@ -39,10 +39,10 @@ __all__ = [
 
 
 def metric_defs() -> list["MetricDef"]:
-    """Kernel-scope profile metrics for the rule registry (:mod:`kernellsp.metrics`)."""
+    """Kernel-scope profile metrics for the rule registry (:mod:`kernellsp.rules.registry`)."""
     import re
 
-    from kernellsp.metrics import MetricDef
+    from kernellsp.rules.registry import MetricDef
 
     out: list[MetricDef] = []
     for name, doc in DERIVED_DOC.items():

@@ -65,7 +65,8 @@ def _cpu_model() -> str:
 
 def facts() -> dict[str, str]:
     sys.path.insert(0, str(ROOT))
-    from kernellsp import __version__, toolchain
+    from kernellsp import __version__
+    from kernellsp.build import toolchain
 
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     return {

@@ -23,9 +23,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from gpuinfo import gpu_slug, local_gpu_name  # noqa: E402  (tests/gpuinfo.py)
 
 from kernellsp import harness  # noqa: E402
-from kernellsp.profiling import EXTRA_METRICS, FAST_SECTIONS  # noqa: E402
-from kernellsp.source import parse_source  # noqa: E402
-from kernellsp.spec import specs_from_source  # noqa: E402
+from kernellsp.profile.ncu import EXTRA_METRICS, FAST_SECTIONS  # noqa: E402
+from kernellsp.source.model import parse_source  # noqa: E402
+from kernellsp.source.spec import specs_from_source  # noqa: E402
 
 VARIANTS: dict[str, list[str]] = {
     "fast set (kernellsp default)": FAST_SECTIONS,

@@ -26,14 +26,14 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from gpuinfo import gpu_slug  # noqa: E402  (tests/gpuinfo.py)
 
 from kernellsp.check import CheckOptions, check_text  # noqa: E402
-from kernellsp.optimize import OptimizeOptions, optimize  # noqa: E402
-from kernellsp.profiling import runner_environment  # noqa: E402
-from kernellsp.proposers.tuner import Tuner  # noqa: E402
-from kernellsp.rules import load_rules  # noqa: E402
-from kernellsp.runner import LocalRunner  # noqa: E402
-from kernellsp.source import parse_source  # noqa: E402
-from kernellsp.spec import specs_from_source  # noqa: E402
-from kernellsp.verify import VerifyOptions  # noqa: E402
+from kernellsp.optimize.loop import OptimizeOptions, optimize  # noqa: E402
+from kernellsp.optimize.propose.tuner import Tuner  # noqa: E402
+from kernellsp.optimize.verify.gate import VerifyOptions  # noqa: E402
+from kernellsp.profile.ncu import runner_environment  # noqa: E402
+from kernellsp.rules.engine import load_rules  # noqa: E402
+from kernellsp.run.runner import LocalRunner  # noqa: E402
+from kernellsp.source.model import parse_source  # noqa: E402
+from kernellsp.source.spec import specs_from_source  # noqa: E402
 
 RESULTS = ROOT / "tests" / "bench" / "results"
 

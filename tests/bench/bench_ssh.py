@@ -5,8 +5,8 @@ Run on a GPU host from the repository root (OpenSSH there, or a bundle from ``te
     KERNELLSP_TEST_SSH_BUNDLE=$PWD/.sshbundle PYTHONPATH=.:tests python tests/bench/bench_ssh.py --write
 
 It starts a throw-away sshd on 127.0.0.1 (``tests/sshd.py``), then per sample profiles the file with
-the fast set through :class:`~kernellsp.runner.LocalRunner` and through
-:class:`~kernellsp.runner.SshRunner` (cold cache both times: nvcc build, ncu, report fetched back),
+the fast set through :class:`~kernellsp.run.runner.LocalRunner` and through
+:class:`~kernellsp.run.runner.SshRunner` (cold cache both times: nvcc build, ncu, report fetched back),
 and prints the wall time of each and whether both found the same findings (code and line). Last, the
 committed evidence bundle ``tests/fixtures/bundles/softmax_row-tuner`` is replayed through each
 runner (correctness on fresh inputs, sanitizer, paired timing). Writes
@@ -32,10 +32,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 import sshd  # noqa: E402  (tests/sshd.py)
 from gpuinfo import gpu_slug  # noqa: E402  (tests/gpuinfo.py)
 
-from kernellsp.optimize import replay  # noqa: E402
-from kernellsp.profiling import ProfileOptions, profile_file, runner_environment  # noqa: E402
-from kernellsp.runner import LocalRunner, Runner, SshRunner  # noqa: E402
-from kernellsp.verify import VerifyOptions  # noqa: E402
+from kernellsp.optimize.loop import replay  # noqa: E402
+from kernellsp.optimize.verify.gate import VerifyOptions  # noqa: E402
+from kernellsp.profile.ncu import ProfileOptions, profile_file, runner_environment  # noqa: E402
+from kernellsp.run.runner import LocalRunner, Runner, SshRunner  # noqa: E402
 
 DEFAULT_SAMPLES = ["vector_add.cu", "transpose_naive.cu", "reduce_atomic.cu", "sgemm_naive.cu", "relu_launcher.cu"]
 BUNDLE = ROOT / "tests" / "fixtures" / "bundles" / "softmax_row-tuner"

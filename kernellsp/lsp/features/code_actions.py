@@ -2,8 +2,8 @@
 
 Offered for each ``KL004`` diagnostic in the request's context and whenever the range touches a
 kernel that has no launch spec. The action carries the edit itself: a draft spec
-(:func:`kernellsp.spec.draft_spec`) written as a ``/* kernellsp ... */`` comment block
-(:func:`kernellsp.spec.format_comment_block`) inserted above the kernel's definition, above its
+(:func:`kernellsp.source.spec.draft_spec`) written as a ``/* kernellsp ... */`` comment block
+(:func:`kernellsp.source.spec.format_comment_block`) inserted above the kernel's definition, above its
 ``template`` line when it has one, with the definition's indentation and the document's line
 endings. Everything comes from the cached check (or a quick parse of a small buffer, see
 :meth:`KernelLspServer.model_for`), so the handler answers in milliseconds; clients ask on every
@@ -18,10 +18,10 @@ from typing import Any
 from lsprotocol import types
 from pygls.capabilities import get_capability
 
-from kernellsp import spec
 from kernellsp.lsp.convert import SOURCE
 from kernellsp.lsp.server import KernelLspServer
-from kernellsp.source import Function, SourceModel
+from kernellsp.source import spec
+from kernellsp.source.model import Function, SourceModel
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@
 * ``kernellsp.checkFile(uri)``: check the document again now (the same job as a save) and return
   a summary: findings by severity and code, kernels, version, seconds, or ``cancelled``.
 
-``kernellsp.optimize`` and ``kernellsp.showProfile`` live with their features
+``kernellsp.optimize.loop`` and ``kernellsp.showProfile`` live with their features
 (:mod:`.optimize`, :mod:`.profile`).
 """
 
@@ -20,12 +20,12 @@ from typing import Any
 
 from lsprotocol import types
 
-from kernellsp import spec
 from kernellsp.lsp.features.code_actions import eol_of, launch_spec_text_edit, workspace_edit
 from kernellsp.lsp.features.diagnostics import start_check
 from kernellsp.lsp.server import CheckResult, KernelLspServer
 from kernellsp.lsp.worker import parse_document
-from kernellsp.rules import RuleError, load_rules
+from kernellsp.rules.engine import RuleError, load_rules
+from kernellsp.source import spec
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ ADD_LAUNCH_SPEC = "kernellsp.addLaunchSpec"
 SHOW_RULE = "kernellsp.showRule"
 CHECK_FILE = "kernellsp.checkFile"
 #: Names reserved for the profile and optimize features (registered by those features).
-OPTIMIZE = "kernellsp.optimize"
+OPTIMIZE = "kernellsp.optimize.loop"
 SHOW_PROFILE = "kernellsp.showProfile"
 
 

@@ -1,7 +1,7 @@
-"""The "Optimize KERNEL with verified rewrite" quick fix and the ``kernellsp.optimize`` command.
+"""The "Optimize KERNEL with verified rewrite" quick fix and the ``kernellsp.optimize.loop`` command.
 
 The code action (computed from the cached check: no GPU work, no waiting) carries the command
-``kernellsp.optimize(uri, entry)``. The command runs :func:`kernellsp.optimize.optimize` as an
+``kernellsp.optimize.loop(uri, entry)``. The command runs :func:`kernellsp.optimize.loop.optimize` as an
 ``"optimize"`` job with ``$/progress`` and cancellation (the Cancel button stops the loop and
 kills its running tools; nothing is written). When the loop's final verdict accepts the champion:
 
@@ -24,12 +24,11 @@ from typing import Any
 
 from lsprotocol import types
 
-from kernellsp import spec
 from kernellsp.lsp.convert import RangeMapper
 from kernellsp.lsp.features.code_actions import kind_requested, workspace_edit
 from kernellsp.lsp.jobs import ProgressReporter
 from kernellsp.lsp.server import KernelLspServer
-from kernellsp.optimize import (
+from kernellsp.optimize.loop import (
     OptimizeError,
     OptimizeOptions,
     default_proposers,
@@ -37,15 +36,16 @@ from kernellsp.optimize import (
     record_backup,
     side_file,
 )
-from kernellsp.proposers.base import ProposerError
-from kernellsp.rules import load_rules
-from kernellsp.runner import RunnerError
-from kernellsp.verify import VerifyError
+from kernellsp.optimize.propose.base import ProposerError
+from kernellsp.optimize.verify.gate import VerifyError
+from kernellsp.rules.engine import load_rules
+from kernellsp.run.runner import RunnerError
+from kernellsp.source import spec
 
 log = logging.getLogger(__name__)
 
 KIND = "optimize"
-OPTIMIZE = "kernellsp.optimize"
+OPTIMIZE = "kernellsp.optimize.loop"
 
 
 def _entries(model: Any) -> list[str]:
@@ -114,7 +114,7 @@ def _optimize_actions(ls: KernelLspServer, params: types.CodeActionParams) -> li
 
 
 async def run_optimize(ls: KernelLspServer, uri: str, entry: str) -> dict[str, Any]:
-    """``kernellsp.optimize(uri, entry)``: the verified rewrite loop as a cancellable job."""
+    """``kernellsp.optimize.loop(uri, entry)``: the verified rewrite loop as a cancellable job."""
     doc = ls.workspace.get_text_document(uri)
     version = doc.version
     text = doc.source
@@ -203,5 +203,5 @@ async def run_optimize(ls: KernelLspServer, uri: str, entry: str) -> dict[str, A
 
 
 def register(ls: KernelLspServer) -> None:
-    """Register ``kernellsp.optimize``."""
+    """Register ``kernellsp.optimize.loop``."""
     ls.command(OPTIMIZE)(run_optimize)

@@ -3,7 +3,7 @@
 When the settings allow it (a local GPU or a ``gpuHost``; ``runner`` not ``none``) and the file has a
 launch spec or a ``main``, each finished check starts a ``"profile"`` job for the document, after a
 short debounce; a newer save restarts it, cancelling the stale run (its ncu process is killed).
-The job runs :func:`kernellsp.profiling.profile_file` in the dedicated executor (it mostly waits on
+The job runs :func:`kernellsp.profile.ncu.profile_file` in the dedicated executor (it mostly waits on
 nvcc and ncu), reports ``$/progress``, and publishes its findings as the ``"profile"`` layer next
 to the static ones, with the version it started from. Results are cached by content hash, so
 re-saving an unchanged file publishes at once without touching the GPU. ``kernellsp.showProfile``
@@ -19,14 +19,14 @@ from typing import Any
 
 from lsprotocol import types
 
-from kernellsp import spec
 from kernellsp.lsp.convert import RangeMapper, diagnostic
 from kernellsp.lsp.jobs import ProgressReporter
 from kernellsp.lsp.server import KernelLspServer
-from kernellsp.profiling import ProfileError, ProfileOptions, format_outcome, profile_file
-from kernellsp.rules import load_rules
-from kernellsp.runner import RunnerError
-from kernellsp.source import SourceModel
+from kernellsp.profile.ncu import ProfileError, ProfileOptions, format_outcome, profile_file
+from kernellsp.rules.engine import load_rules
+from kernellsp.run.runner import RunnerError
+from kernellsp.source import spec
+from kernellsp.source.model import SourceModel
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kernellsp import exprs
-from kernellsp.source import Function, SourceModel
+from kernellsp.source import exprs
+from kernellsp.source.model import Function, SourceModel
 
 if TYPE_CHECKING:
     import tree_sitter
@@ -258,7 +258,7 @@ class _NotLinear(Exception):
 
 
 def _to_expr(ctx: _Ctx, n: tree_sitter.Node, depth: int = 0, seen: frozenset[str] = frozenset()) -> str:
-    """C expression → kernellsp.exprs text, substituting single local definitions."""
+    """C expression → kernellsp.source.exprs text, substituting single local definitions."""
     if depth > 40:
         raise _NotLinear
     t = n.type
@@ -518,7 +518,7 @@ def analyse(model: SourceModel) -> dict[str, KernelFacts]:
 
 
 def as_line_metrics(lf: LineFacts) -> dict[str, Any]:
-    """Flatten line facts into named metrics (see :mod:`kernellsp.metrics`)."""
+    """Flatten line facts into named metrics (see :mod:`kernellsp.rules.registry`)."""
     strided = max(lf.strided, key=lambda s: abs(s[1]), default=None)
     return {
         "sync_in_divergent_branch": lf.sync_divergent,

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from kernellsp.spec import FLOAT_DTYPES
-from kernellsp.spec import Tolerance as SpecTolerance
+from kernellsp.source.spec import FLOAT_DTYPES
+from kernellsp.source.spec import Tolerance as SpecTolerance
 
 
 @dataclass(frozen=True)

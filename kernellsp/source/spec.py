@@ -32,8 +32,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kernellsp import exprs
-from kernellsp.source import CommentBlock, Function, SourceModel
+from kernellsp.source import exprs
+from kernellsp.source.model import CommentBlock, Function, SourceModel
 
 DType = Literal["f16", "bf16", "f32", "f64", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"]
 DTYPES: tuple[str, ...] = ("f16", "bf16", "f32", "f64", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64")

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernellsp.build import Cancelled
+from kernellsp.build.nvcc import Cancelled
 
 #: Environment variables passed to programs under test; everything else is dropped.
 _ENV_KEEP = ("PATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "LANG", "LC_ALL",
@@ -265,7 +265,7 @@ class LocalRunner(Runner):
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
     def which(self, tool: str) -> str | None:
-        from kernellsp import toolchain
+        from kernellsp.build import toolchain
 
         return toolchain.find_tool(tool)
 

@@ -19,7 +19,7 @@ from typing import Any
 from kernellsp import __version__
 from kernellsp.check import CheckReport
 from kernellsp.findings import Finding, Severity
-from kernellsp.rules import RuleSet
+from kernellsp.rules.engine import RuleSet
 
 JSON_SCHEMA_VERSION = 1
 _COLOURS = {"error": "\x1b[1;31m", "warning": "\x1b[1;33m", "info": "\x1b[1;36m", "hint": "\x1b[2m"}

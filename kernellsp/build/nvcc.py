@@ -22,8 +22,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernellsp import cache, toolchain
-from kernellsp.source import SourceModel
+from kernellsp import cache
+from kernellsp.build import toolchain
+from kernellsp.source.model import SourceModel
 
 ANALYSIS_VERSION = "build-2"
 DEFAULT_ARCH = "sm_90"

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from kernellsp import exprs
-from kernellsp.source import Function, Param, SourceModel
-from kernellsp.spec import (
+from kernellsp.source import exprs
+from kernellsp.source.model import Function, Param, SourceModel
+from kernellsp.source.spec import (
     DTYPE_BYTES,
     FLOAT_DTYPES,
     VECTOR_WIDTH,
@@ -57,7 +57,7 @@ Mode = Literal["check", "time", "profile", "inputs"]
 Direction = Literal["in", "out", "inout"]
 DistKind = Literal["default", "uniform", "normal", "randint", "ones", "arange", "choice"]
 
-_RUNTIME_PATH = Path(__file__).parent / "data" / "harness_runtime.h"
+_RUNTIME_PATH = Path(__file__).parent.parent / "data" / "harness_runtime.h"
 #: Larger than any GPU's memory; beyond it the C++ byte count (count x element size) could also wrap.
 MAX_BUFFER_BYTES = 2**40
 _DIST_RE = re.compile(r"^\s*(uniform|normal|randint|ones|arange|choice)\s*\((.*)\)\s*$", re.S)
@@ -215,7 +215,7 @@ def plan_harness(
     ``tunables`` (optional) replaces the default (first) value of declared tunables, for the tuner.
     Raises :class:`HarnessError` listing every problem found (template entries, overloads, dtype
     mismatches, counts that are not positive, scalars out of their C type's range, bad distributions,
-    and everything :func:`kernellsp.spec.validate_against` reports as an error).
+    and everything :func:`kernellsp.source.spec.validate_against` reports as an error).
     """
     fn = model.function(entry)
     if fn is None:

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kernellsp import spec as specmod
-from kernellsp.source import Function, SourceModel, parse_source
+from kernellsp.source import spec as specmod
+from kernellsp.source.model import Function, SourceModel, parse_source
 
 if TYPE_CHECKING:
     from tree_sitter import Node

@@ -1,7 +1,7 @@
 """The rewrite prompt: what the LLM proposer sends, built deterministically from a ProposalContext.
 
 Two messages. The system message fixes the role (a CUDA performance engineer for an H100), the
-strict answer format and the edit constraints that :mod:`kernellsp.scope` and :mod:`kernellsp.verify`
+strict answer format and the edit constraints that :mod:`kernellsp.optimize.verify.scope` and :mod:`kernellsp.optimize.verify.gate`
 enforce anyway. The user message carries the evidence for one entry:
 
 * the target's source and its ``__device__`` helpers (editable), the file's includes and macros
@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernellsp import compare
-from kernellsp import spec as specmod
 from kernellsp.findings import Finding
-from kernellsp.proposers.base import ProposalContext
-from kernellsp.rules import RuleSet
-from kernellsp.source import Function
+from kernellsp.optimize.propose.base import ProposalContext
+from kernellsp.optimize.verify import correctness as compare
+from kernellsp.rules.engine import RuleSet
+from kernellsp.source import spec as specmod
+from kernellsp.source.model import Function
 
 #: At most this many fired rules, hot lines and tried ideas go into one prompt.
 MAX_FINDINGS = 12

@@ -1,7 +1,7 @@
 """Profiling: run a file's kernels under Nsight Compute and turn the report into line-level findings.
 
 Kernel mode (the file has launch specs): for each spec'd entry kernellsp generates its own harness
-(:mod:`kernellsp.harness`), builds it with ``-lineinfo`` on the runner, and runs it under ncu with
+(:mod:`kernellsp.run.harness`), builds it with ``-lineinfo`` on the runner, and runs it under ncu with
 ``--profile-from-start off``: the harness opens the profiler only around the measured launch, so
 warm-up launches are never profiled and every kernel the entry launches is captured once.
 Program mode (a file with ``main()`` and no spec): the program runs as it is, and the first launch
@@ -25,12 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernellsp import cache, exprs, rules, spec
-from kernellsp.build import local_includes
+from kernellsp import cache
+from kernellsp.build.nvcc import local_includes
 from kernellsp.check import bind_specs
 from kernellsp.findings import Finding, Range, Severity, line_range
-from kernellsp.runner import Runner, RunnerError, classify_failure
-from kernellsp.source import SourceModel, parse_source
+from kernellsp.rules import engine as rules
+from kernellsp.run.runner import Runner, RunnerError, classify_failure
+from kernellsp.source import exprs, spec
+from kernellsp.source.model import SourceModel, parse_source
 
 PROFILE_VERSION = "profile-1"
 #: The on-save set. MemoryWorkloadAnalysis_Tables is left to the deep set: it cost 2.0 of 5.4 s on an
@@ -178,7 +180,7 @@ def _query_environment(runner: Runner, timeout_s: float) -> dict[str, Any]:
             path = runner.which(tool)
             env[f"{tool}_path"] = path
             if path:
-                from kernellsp.toolchain import parse_version
+                from kernellsp.build.toolchain import parse_version
 
                 v = runner.run([path, "--version"], wd, timeout_s)
                 env[f"{tool}_version"] = parse_version(v.stdout + v.stderr)
@@ -432,8 +434,8 @@ def profile_file(
     environment: dict[str, Any] | None = None,
 ) -> ProfileOutcome:
     """Profile every spec'd entry of ``path`` (or the program, if it has ``main`` and no spec)."""
-    from kernellsp import harness as hz
     from kernellsp.profile import ReportError, load_report
+    from kernellsp.run import harness as hz
 
     opts = options or ProfileOptions()
     t0 = time.monotonic()
@@ -590,7 +592,7 @@ def _tail(text: str, n: int) -> str:
 
 def local_gpu_problem() -> str | None:
     """Why this host cannot profile (no driver / no GPU / no ncu), or ``None`` when it can."""
-    from kernellsp import toolchain
+    from kernellsp.build import toolchain
 
     gpu = toolchain.query_gpu()
     if isinstance(gpu, str):
@@ -659,7 +661,7 @@ def format_outcome(outcome: ProfileOutcome, label: str, top: int = 5) -> str:
 
 def profiling_runner(settings: Any) -> tuple[Runner | None, str | None]:
     """The runner the settings ask for, or ``(None, reason)`` when profiling is off or impossible here."""
-    from kernellsp.runner import make_runner
+    from kernellsp.run.runner import make_runner
 
     if settings.runner == "none":
         return None, "profiling is off (runner = none)"

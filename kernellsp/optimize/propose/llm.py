@@ -1,15 +1,15 @@
 """The LLM proposer: rewrites from an OpenAI-compatible chat-completions endpoint.
 
 One :class:`LlmProposer` serves one optimize run. Each :meth:`LlmProposer.propose` sends the prompt
-of :mod:`kernellsp.proposers.prompt` and parses the answer strictly: one JSON object (optionally in
+of :mod:`kernellsp.optimize.propose.prompt` and parses the answer strictly: one JSON object (optionally in
 one ```json fenced block) ::
 
     {"candidates": [{"description": str, "rules": [str], "predicted_gain_pct": number,
                      "launch": null | {"grid": ..., "block": ..., "smem": ...}, "code": str}]}
 
 ``code`` must hold the target's full definition and nothing but ``__device__`` helpers besides; it
-is spliced into the current text (:func:`~kernellsp.proposers.base.splice_kernel`), the launch is
-validated against the spec, and the result must pass :func:`kernellsp.scope.check_scope`. Any
+is spliced into the current text (:func:`~kernellsp.optimize.propose.base.splice_kernel`), the launch is
+validated against the spec, and the result must pass :func:`kernellsp.optimize.verify.scope.check_scope`. Any
 problem is a parse error: the answer goes back to the model with the exact error, at most
 :data:`MAX_RETRIES` times. Correctness is never judged here; the verification gate does that.
 
@@ -35,13 +35,13 @@ from urllib.parse import urlparse
 
 import openai
 
-from kernellsp import spec as specmod
-from kernellsp.proposers.base import Candidate, ProposalContext, ProposerError, splice_kernel
-from kernellsp.proposers.prompt import ANSWER_FIELDS, build_messages, retry_messages
-from kernellsp.rules import RuleSet, load_rules
-from kernellsp.scope import check_scope, edit_targets
+from kernellsp.optimize.propose.base import Candidate, ProposalContext, ProposerError, splice_kernel
+from kernellsp.optimize.propose.prompt import ANSWER_FIELDS, build_messages, retry_messages
+from kernellsp.optimize.verify.scope import check_scope, edit_targets
+from kernellsp.rules.engine import RuleSet, load_rules
 from kernellsp.settings import LlmSettings
-from kernellsp.source import parse_source
+from kernellsp.source import spec as specmod
+from kernellsp.source.model import parse_source
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 Order of gates, each with a named verdict when it fails:
 
 1. ``scope_violation``: the edit is outside the targeted kernels, their ``__device__`` helpers and
-   the structured launch fields (:mod:`kernellsp.scope`), checked before anything compiles;
+   the structured launch fields (:mod:`kernellsp.optimize.verify.scope`), checked before anything compiles;
 2. ``compile_error``: the candidate's harness does not build;
 3. correctness, for several seeds (fresh inputs each) and every declared shape, baseline and
    candidate in separate processes with outputs poisoned before each launch:
@@ -34,11 +34,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernellsp import compare, harness, spec, timing
-from kernellsp.build import Cancelled
-from kernellsp.runner import LocalRunner, Runner, RunnerError
-from kernellsp.scope import check_scope
-from kernellsp.source import SourceModel, parse_source
+from kernellsp.build.nvcc import Cancelled
+from kernellsp.optimize.verify import correctness as compare
+from kernellsp.optimize.verify import timing
+from kernellsp.optimize.verify.scope import check_scope
+from kernellsp.run import harness
+from kernellsp.run.runner import LocalRunner, Runner, RunnerError
+from kernellsp.source import spec
+from kernellsp.source.model import SourceModel, parse_source
 
 Progress = Callable[[str, float | None], None]
 
@@ -182,7 +185,7 @@ def verify(
     opts = options or VerifyOptions()
     say = progress or (lambda _m, _p: None)
     t0 = time.monotonic()
-    from kernellsp.scope import edit_targets
+    from kernellsp.optimize.verify.scope import edit_targets
 
     targets = edit_targets(parse_source(baseline, str(path)), entry)
     if not targets:
@@ -210,7 +213,7 @@ def verify(
         cplan = harness.plan_harness(cmodel, cspec, entry)
     except harness.HarnessError as exc:
         return _reject("scope_violation", entry, f"the candidate's launch cannot be planned: {exc}")
-    from kernellsp.profiling import runner_environment
+    from kernellsp.profile.ncu import runner_environment
 
     env = environment if environment is not None else runner_environment(runner)
     session = _Session(runner, opts, cancel)
@@ -237,7 +240,7 @@ def _verify_in(
     files = {f"base/{name}": baseline.encode(), f"cand/{name}": candidate.encode()}
     files["harness_base.cu"] = harness.generate_harness(bplan, f"base/{name}").encode()
     files["harness_cand.cu"] = harness.generate_harness(cplan, f"cand/{name}").encode()
-    from kernellsp.build import local_includes
+    from kernellsp.build.nvcc import local_includes
 
     for inc in local_includes(parse_source(baseline, str(path)), path):
         try:
@@ -424,7 +427,7 @@ def _time(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.HarnessP
     stats = timing.paired_speedup(rounds["base"], rounds["cand"])
     v = Verdict("not_faster", False, "", entry, details=details, stats=stats.to_dict(),
                 timings={"rounds": raw, "kernel_entry": kernel_entry})  # fmt: skip
-    from kernellsp.profiling import footprint_bytes
+    from kernellsp.profile.ncu import footprint_bytes
 
     floor = timing.roofline_floor_ms(footprint_bytes(bspec), timing.peak_dram_bandwidth(device))
     if floor is not None:

@@ -116,7 +116,7 @@ _L: list[tuple[str, str, str, str]] = [
     ("local_ops", "sass", "instructions", "LDL/STL instructions on the line"),
     ("atomic_insts", "sass", "instructions", "global atomic/reduction instructions on the line"),
 ]
-# Composite profile values computed by kernellsp.profiling on top of the ncu-derived metrics.
+# Composite profile values computed by kernellsp.profile.ncu on top of the ncu-derived metrics.
 _PK: list[tuple[str, str, str, str]] = [
     ("top_pipe", "ncu", "name", "busiest SM pipe (fma, alu, fp64, tensor, shared)"),
     ("top_pipe_pct", "ncu", "%", "its utilisation, % of peak"),

@@ -3,7 +3,7 @@
 A proposer reads a :class:`ProposalContext` (the current champion's text, the entry, its spec, the
 findings and profile summary, and what memory says was already tried) and returns full-file
 :class:`Candidate` texts. It never decides anything: every candidate still goes through the scope,
-compile, correctness, sanitizer and timing gates of :mod:`kernellsp.verify`.
+compile, correctness, sanitizer and timing gates of :mod:`kernellsp.optimize.verify.gate`.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kernellsp import spec as specmod
 from kernellsp.findings import Finding
-from kernellsp.source import SourceModel, parse_source
+from kernellsp.source import spec as specmod
+from kernellsp.source.model import SourceModel, parse_source
 
 
 class ProposerError(RuntimeError):

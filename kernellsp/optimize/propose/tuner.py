@@ -19,10 +19,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from kernellsp import analysis, exprs
-from kernellsp import spec as specmod
-from kernellsp.proposers.base import Candidate, ProposalContext
-from kernellsp.source import SourceModel, parse_source
+from kernellsp.optimize.propose.base import Candidate, ProposalContext
+from kernellsp.source import exprs
+from kernellsp.source import facts as analysis
+from kernellsp.source import spec as specmod
+from kernellsp.source.model import SourceModel, parse_source
 
 _DOUBLE_LIT = re.compile(r"^(\d+\.\d*|\.\d+|\d+\.?\d*[eE][+-]?\d+)$")
 
@@ -64,7 +65,7 @@ def _fn_text_edit(text: str, entry: str, edit: Callable[[SourceModel, bytes], li
 
 
 class Tuner:
-    """Proposes tuner transforms; implements :class:`kernellsp.proposers.base.Proposer`."""
+    """Proposes tuner transforms; implements :class:`kernellsp.optimize.propose.base.Proposer`."""
 
     name = "tuner"
 

@@ -29,13 +29,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kernellsp import rules as rulesmod
-from kernellsp import spec as specmod
 from kernellsp.findings import Finding
-from kernellsp.proposers.base import Candidate, ProposalContext, Proposer, ProposerError
-from kernellsp.runner import Runner
-from kernellsp.source import parse_source
-from kernellsp.verify import Verdict, VerifyError, VerifyOptions, unified_diff, verify
+from kernellsp.optimize.propose.base import Candidate, ProposalContext, Proposer, ProposerError
+from kernellsp.optimize.verify.gate import Verdict, VerifyError, VerifyOptions, unified_diff, verify
+from kernellsp.rules import engine as rulesmod
+from kernellsp.run.runner import Runner
+from kernellsp.source import spec as specmod
+from kernellsp.source.model import parse_source
 
 Progress = Callable[[str, float | None], None]
 Event = Callable[[dict[str, Any]], None]
@@ -181,11 +181,11 @@ def _hash(text: str) -> str:
 
 def default_proposers(settings: Any, ruleset: rulesmod.RuleSet | None, which: str = "auto") -> list[Proposer]:
     """``auto``: LLM then tuner when an endpoint is configured, else the tuner; or exactly one."""
-    from kernellsp.proposers.tuner import Tuner
+    from kernellsp.optimize.propose.tuner import Tuner
 
     out: list[Proposer] = []
     if which in ("auto", "llm") and settings is not None and settings.llm.configured:
-        from kernellsp.proposers.llm import LlmProposer
+        from kernellsp.optimize.propose.llm import LlmProposer
 
         out.append(LlmProposer(settings.llm, ruleset))
     elif which == "llm":
@@ -204,7 +204,7 @@ def optimize(
     bundle_root: Path | None = None,
 ) -> OptimizeResult:
     """Run the loop on ``entry`` of ``path`` (whose current text is ``text``)."""
-    from kernellsp.profiling import runner_environment
+    from kernellsp.profile.ncu import runner_environment
 
     # Always an event: an interrupt in the caller's thread must reach the candidates verifying in the pool.
     cancel = cancel if cancel is not None else threading.Event()

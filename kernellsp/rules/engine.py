@@ -25,8 +25,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from kernellsp import exprs, metrics
 from kernellsp.findings import Severity
+from kernellsp.rules import registry as metrics
+from kernellsp.source import exprs
 
 CODE_RE = re.compile(r"^KL\d{3}$")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::([^{}]*))?\}")
@@ -158,7 +159,7 @@ def bundled_rules_dir() -> Path:
     env = os.environ.get("KERNELLSP_RULES_DIR")
     if env:
         return Path(env)
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent  # kernellsp/
     for cand in (here.parent / "rules", here / "data" / "rules"):
         if cand.is_dir():
             return cand

@@ -1,0 +1,1 @@
+"""Stage 7, renderers shared by both faces: findings as text, JSON and SARIF."""
