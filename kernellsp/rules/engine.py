@@ -155,7 +155,8 @@ def load_rule_file(path: Path) -> Rule:
 
 
 def bundled_rules_dir() -> Path:
-    """``$KERNELLSP_RULES_DIR``, else the repository's ``rules/``, else the packaged copy."""
+    """``$KERNELLSP_RULES_DIR``, else the repository's ``rules/`` (a source checkout), else the copy
+    the build puts into the package (``kernellsp/data/rules``, see ``setup.py``)."""
     env = os.environ.get("KERNELLSP_RULES_DIR")
     if env:
         return Path(env)
@@ -187,7 +188,14 @@ class RuleSet:
 
 def load_rules(workspace: Path | None = None, extra_dirs: Iterable[Path] = ()) -> RuleSet:
     """Bundled rules, then ``extra_dirs``, then ``<workspace>/.kernellsp/rules`` (later wins by code)."""
-    dirs = [bundled_rules_dir(), *extra_dirs]
+    bundled = bundled_rules_dir()
+    if not (bundled.is_dir() and any(bundled.glob("*.toml"))):
+        # Silence here would read as "no findings" on every file: an install without its rules is broken.
+        raise RuleError(
+            f"no bundled rule files in {bundled}: this kernellsp installation is incomplete "
+            "(reinstall it, or set KERNELLSP_RULES_DIR to a folder of rule files)"
+        )
+    dirs = [bundled, *extra_dirs]
     if workspace is not None:
         dirs.append(workspace / ".kernellsp" / "rules")
     return _load_dirs(tuple(str(d) for d in dirs), _mtimes(dirs))
