@@ -18,7 +18,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, SAMPLES_DIR, requires_nvcc
 
 RULE_FILES = sorted(p.name for p in (REPO / "rules").glob("*.toml"))
@@ -48,14 +47,21 @@ def _run_installed(target: Path, *args: str, cwd: Path) -> subprocess.CompletedP
     boot = f"import sys; sys.path[:0] = {paths!r}; sys.argv[0] = 'kernellsp'; from kernellsp.cli import main; main()"
     env = {k: v for k, v in os.environ.items() if k != "KERNELLSP_RULES_DIR"}
     return subprocess.run(
-        [sys.executable, "-I", "-S", "-c", boot, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-I", "-S", "-c", boot, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 
 def test_wheel_contains_every_rule_file(installed_wheel: Path) -> None:
     (wheel,) = installed_wheel.parent.glob("kernellsp-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    shipped = sorted(Path(n).name for n in names if n.startswith("kernellsp/data/rules/") and n.endswith(".toml"))
+    shipped = sorted(
+        Path(n).name for n in names if n.startswith("kernellsp/data/rules/") and n.endswith(".toml")
+    )
     assert shipped == RULE_FILES
 
 
