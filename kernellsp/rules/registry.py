@@ -9,6 +9,7 @@ kernel (line rules may read both). Profile metrics (source ``ncu``) are register
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -52,12 +53,24 @@ def _ensure_profile_metrics() -> None:
     if _profile_loaded:
         return
     _profile_loaded = True
-    try:
-        from kernellsp.profile import metric_defs
-    except ImportError:
-        return
-    for d in metric_defs():
+    for d in _profile_metric_defs():
         _REGISTRY.setdefault(d.name, d)
+
+
+def _profile_metric_defs() -> list[MetricDef]:
+    """Kernel-scope profile metrics: the names and units the profile stage documents for its values."""
+    from kernellsp.profile.report import DERIVED_DOC, STALL_REASONS
+
+    out: list[MetricDef] = []
+    for name, doc in DERIVED_DOC.items():
+        m = re.search(r"\[([^\]]+)\]\s*$", doc)
+        unit = m.group(1) if m else ""
+        out.append(MetricDef(name, "kernel", "ncu", unit, doc))
+    for reason, doc in STALL_REASONS.items():
+        name = f"stall_{reason}_share"
+        if name not in DERIVED_DOC:
+            out.append(MetricDef(name, "kernel", "ncu", "fraction", f"share of warp latency stalled on {reason}: {doc}"))
+    return out
 
 
 # fmt: off
