@@ -91,15 +91,17 @@ def check(
     deep: Annotated[bool, typer.Option("--deep", help="Profile with the deep section set (slow).")] = False,
 ) -> None:
     """Report static findings (registers, spills, occupancy, hazards) for CUDA files."""
-    from kernellsp.build.occupancy import ARCHS
+    from kernellsp.build.toolchain import arch_problem, normalise_arch
     from kernellsp.check import CheckError, CheckOptions, check_paths
     from kernellsp.report.findings import format_json, format_sarif, format_text
     from kernellsp.rules.engine import RuleError, load_rules
 
     settings = _settings(Path(paths[0]) if paths else Path.cwd(), gpu_host)
-    arch = arch or settings.arch
-    if arch.lower().replace("compute_", "sm_") not in ARCHS:
-        raise _fail(f"--arch {arch}: unknown architecture (known: {', '.join(ARCHS)})")
+    origin = f"--arch {arch}" if arch else f"the arch setting {settings.arch!r} (kernellsp.toml [settings] or KERNELLSP_ARCH)"
+    arch = normalise_arch(arch or settings.arch)
+    problem = arch_problem(arch)
+    if problem is not None:
+        raise _fail(f"{origin}: {problem}")
     options = CheckOptions(arch=arch, build_timeout_s=settings.build_timeout_s, use_cache=not no_cache, build=not no_build, jobs=jobs)
     interactive = err_console.is_terminal and output_format == OutputFormat.text
     try:
@@ -599,6 +601,16 @@ def cache_clear() -> None:
 
     cache.clear()
     typer.echo(f"cleared {cache.cache_dir()}")
+
+
+@app.command("settings-schema")
+def settings_schema() -> None:
+    """Print the JSON schema of the editors' `kernellsp` settings section (generated from the settings model)."""
+    import json
+
+    from kernellsp.lsp.config import section_schema
+
+    typer.echo(json.dumps(section_schema(), indent=2))
 
 
 

@@ -23,35 +23,103 @@ class LlmSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    timeout_s: float = Field(default=120.0, gt=0)
-    max_tokens_per_run: int = Field(default=200_000, gt=0)
+    base_url: str | None = Field(
+        default=None,
+        description="Base URL of an OpenAI-compatible endpoint for rewrites (e.g. http://localhost:8000/v1); "
+        "unset: the built-in tuner proposes rewrites.",
+    )
+    model: str | None = Field(default=None, description="Model name at that endpoint.")
+    api_key_env: str = Field(
+        default="OPENAI_API_KEY",
+        description="Name of the environment variable that holds the endpoint's API key (the key itself is "
+        "never stored in settings).",
+    )
+    timeout_s: float = Field(
+        default=120.0, gt=0, description="Timeout of one request to the endpoint, seconds."
+    )
+    max_tokens_per_run: int = Field(
+        default=200_000, gt=0, description="Token budget of one optimize run (prompt and answer tokens)."
+    )
 
     @property
     def configured(self) -> bool:
         return bool(self.base_url and self.model)
 
 
+def _editor(path: str) -> dict[str, Any]:
+    """Where a setting sits in an editor's ``kernellsp`` section when not at its camelCase name."""
+    return {"editor": path}
+
+
 class Settings(BaseModel):
-    """Every user-facing setting."""
+    """Every user-facing setting.
+
+    The descriptions are the user documentation: :func:`editor_schema` turns this model into the
+    JSON schema of the editors' ``kernellsp`` section (VS Code's settings come from it).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    arch: str = "sm_90"
-    runner: Literal["local", "ssh", "none"] = "local"
-    gpu_host: str | None = None
-    ncu_fast_sections: list[str] = Field(default_factory=lambda: [
-        "SpeedOfLight", "LaunchStats", "Occupancy", "WarpStateStats", "SourceCounters",
-    ])  # fmt: skip
-    ncu_deep_set: str = "full"
-    profile_timeout_s: float = Field(default=300.0, gt=0)
-    build_timeout_s: float = Field(default=120.0, gt=0)
-    llm: LlmSettings = Field(default_factory=LlmSettings)
-    optimize_rounds: int = Field(default=4, ge=1)
-    optimize_candidates: int = Field(default=4, ge=1)
-    min_gain_pct: float = Field(default=2.0, ge=0)
+    arch: str = Field(
+        default="sm_90",
+        description="Target GPU architecture for builds and occupancy (sm_70, sm_80, sm_86, sm_89, sm_90, ...).",
+    )
+    runner: Literal["local", "ssh", "none"] = Field(
+        default="local",
+        description="Where builds and runs for profiling and rewrites happen: local (this host's GPU), ssh "
+        "(the GPU host in gpuHost), none (static findings only).",
+    )
+    gpu_host: str | None = Field(
+        default=None, description="user@host of the GPU machine, for runner ssh (or to profile remotely)."
+    )
+    ncu_fast_sections: list[str] = Field(
+        default_factory=lambda: [
+            "SpeedOfLight",
+            "LaunchStats",
+            "Occupancy",
+            "WarpStateStats",
+            "SourceCounters",
+        ],
+        description="Nsight Compute sections of the quick profile that runs after each save.",
+        json_schema_extra=_editor("ncu.fastSections"),
+    )
+    ncu_deep_set: str = Field(
+        default="full",
+        description="Nsight Compute section set of a deep profile (profile --deep).",
+        json_schema_extra=_editor("ncu.deepSet"),
+    )
+    profile_timeout_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="Timeout of one profile run, seconds.",
+        json_schema_extra=_editor("budgets.profileTimeoutS"),
+    )
+    build_timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="Timeout of one nvcc build, seconds.",
+        json_schema_extra=_editor("budgets.buildTimeoutS"),
+    )
+    llm: LlmSettings = Field(default_factory=LlmSettings, description="The LLM proposer's endpoint.")
+    optimize_rounds: int = Field(
+        default=4,
+        ge=1,
+        description="Rounds of the optimize loop (each proposes and verifies candidates).",
+        json_schema_extra=_editor("budgets.optimizeRounds"),
+    )
+    optimize_candidates: int = Field(
+        default=4,
+        ge=1,
+        description="Candidates per optimize round.",
+        json_schema_extra=_editor("budgets.optimizeCandidates"),
+    )
+    min_gain_pct: float = Field(
+        default=2.0,
+        ge=0,
+        description="A rewrite is accepted only when the lower bound of its speedup's confidence interval clears "
+        "this gain, percent.",
+        json_schema_extra=_editor("budgets.minGainPct"),
+    )
 
 
 class SettingsError(ValueError):
@@ -115,3 +183,79 @@ def load_settings(workspace: Path | None = None, overrides: dict[str, Any] | Non
             loc = ".".join(str(p) for p in err["loc"])
             raise SettingsError(f"{origin}: setting '{loc}': {err['msg']}") from None
     return Settings.model_validate(merged)
+
+
+# -------------------------------------------------------------------------------------------------
+# The editors' ``kernellsp`` section: camelCase, grouped (``ncu.fastSections``, ``budgets.minGainPct``)
+
+#: Extra editor paths that older clients send; they map to the same setting as the documented path.
+EDITOR_ALIASES: dict[tuple[str, ...], tuple[str, ...]] = {("ncu", "timeoutS"): ("profile_timeout_s",)}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _editor_fields(
+    model: type[BaseModel], prefix: tuple[str, ...], snake: tuple[str, ...]
+) -> list[tuple[tuple[str, ...], tuple[str, ...], Any]]:
+    """(editor path, settings path, field info) for every leaf setting of ``model``."""
+    out = []
+    for name, info in model.model_fields.items():
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        editor = tuple(str(extra["editor"]).split(".")) if "editor" in extra else (*prefix, _camel(name))
+        annotation = info.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            out += _editor_fields(annotation, editor, (*snake, name))
+        else:
+            out.append((editor, (*snake, name), info))
+    return out
+
+
+def editor_paths() -> dict[tuple[str, ...], tuple[str, ...]]:
+    """Editor path (camelCase) → :class:`Settings` path (snake_case), aliases included."""
+    paths = {editor: snake for editor, snake, _ in _editor_fields(Settings, (), ())}
+    return {**paths, **EDITOR_ALIASES}
+
+
+def editor_schema() -> dict[str, Any]:
+    """The JSON schema of an editor's ``kernellsp`` section, generated from :class:`Settings`.
+
+    Types, bounds, enums and descriptions come from pydantic's ``model_json_schema``; defaults from
+    a default :class:`Settings` (so ``default_factory`` values appear too); nesting from the editor
+    paths. Every object is closed (``additionalProperties: false``), like the model.
+    """
+    full = Settings.model_json_schema()
+    defaults = Settings().model_dump()
+    root: dict[str, Any] = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "kernellsp settings",
+        "description": "The kernellsp section of an editor's settings (camelCase); the workspace's "
+        "kernellsp.toml [settings] and pyproject.toml [tool.kernellsp.settings] apply underneath.",
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+    }
+    for editor, snake, _info in _editor_fields(Settings, (), ()):
+        props = full["properties"]
+        prop: dict[str, Any] = {}
+        for i, part in enumerate(snake):
+            prop = props[part]
+            if "$ref" in prop and i < len(snake) - 1:
+                props = full["$defs"][prop["$ref"].rsplit("/", 1)[-1]]["properties"]
+        leaf = {k: v for k, v in prop.items() if k not in ("title", "editor")}
+        if "anyOf" in leaf:  # Optional[X] → {"type": [X, "null"]}
+            types_ = [t["type"] for t in leaf.pop("anyOf")]
+            leaf["type"] = types_
+        value: Any = defaults
+        for part in snake:
+            value = value[part]
+        leaf["default"] = value
+        node = root
+        for part in editor[:-1]:
+            node = node["properties"].setdefault(
+                part, {"type": "object", "properties": {}, "additionalProperties": False}
+            )
+        node["properties"][editor[-1]] = dict(sorted(leaf.items()))
+    return root

@@ -4,7 +4,7 @@ Editors send camelCase JSON, through ``initializationOptions`` and ``workspace/c
 
     {
       "arch": "sm_90", "runner": "local", "gpuHost": null,
-      "ncu": {"fastSections": [...], "deepSet": "full", "timeoutS": 300},
+      "ncu": {"fastSections": [...], "deepSet": "full"},
       "llm": {"baseUrl": "...", "model": "...", "apiKeyEnv": "OPENAI_API_KEY", "timeoutS": 120,
               "maxTokensPerRun": 200000},
       "budgets": {"buildTimeoutS": 120, "profileTimeoutS": 300, "optimizeRounds": 4,
@@ -15,7 +15,10 @@ Editors send camelCase JSON, through ``initializationOptions`` and ``workspace/c
 :func:`to_overrides` maps this to the override dict of :func:`kernellsp.settings.load_settings`
 (``None`` values mean "unset" and are dropped); :func:`resolve` builds the settings and names the
 offending camelCase field when something is wrong. ``checkOnChange``/``debounceMs`` belong to
-the server alone (:class:`ServerOptions`). Client-side keys (``trace``) are ignored.
+the server alone (:class:`ServerOptions`). Client-side keys (``trace``; ``server``, where VS Code
+keeps the server's path) are ignored. The paths come from the settings model
+(:func:`kernellsp.settings.editor_paths`; ``ncu.timeoutS`` is an alias of ``budgets.profileTimeoutS``),
+and :func:`section_schema` is the section's JSON schema (``kernellsp settings-schema``).
 """
 
 from __future__ import annotations
@@ -25,33 +28,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernellsp.build.occupancy import ARCHS
-from kernellsp.settings import Settings, SettingsError, load_settings
+from kernellsp.build.toolchain import arch_problem, normalise_arch
+from kernellsp.settings import (
+    EDITOR_ALIASES,
+    Settings,
+    SettingsError,
+    editor_paths,
+    editor_schema,
+    load_settings,
+)
 
-#: camelCase path in the editor section → snake_case path in :class:`Settings`.
-FIELD_MAP: dict[tuple[str, ...], tuple[str, ...]] = {
-    ("arch",): ("arch",),
-    ("runner",): ("runner",),
-    ("gpuHost",): ("gpu_host",),
-    ("ncu", "fastSections"): ("ncu_fast_sections",),
-    ("ncu", "deepSet"): ("ncu_deep_set",),
-    ("ncu", "timeoutS"): ("profile_timeout_s",),
-    ("llm", "baseUrl"): ("llm", "base_url"),
-    ("llm", "model"): ("llm", "model"),
-    ("llm", "apiKeyEnv"): ("llm", "api_key_env"),
-    ("llm", "timeoutS"): ("llm", "timeout_s"),
-    ("llm", "maxTokensPerRun"): ("llm", "max_tokens_per_run"),
-    ("budgets", "buildTimeoutS"): ("build_timeout_s",),
-    ("budgets", "profileTimeoutS"): ("profile_timeout_s",),
-    ("budgets", "optimizeRounds"): ("optimize_rounds",),
-    ("budgets", "optimizeCandidates"): ("optimize_candidates",),
-    ("budgets", "minGainPct"): ("min_gain_pct",),
-}
-_SECTIONS = {"ncu", "llm", "budgets"}
+#: camelCase path in the editor section → snake_case path in :class:`Settings`, generated from the model
+#: (:func:`kernellsp.settings.editor_paths`), with the aliases older clients send.
+FIELD_MAP: dict[tuple[str, ...], tuple[str, ...]] = editor_paths()
+_SECTIONS = {p[0] for p in FIELD_MAP if len(p) > 1}
 #: Keys the server itself reads; and keys that belong to the editor client.
 SERVER_KEYS = {"checkOnChange", "debounceMs"}
-CLIENT_KEYS = {"trace"}
-_REVERSE = {v: k for k, v in FIELD_MAP.items()}
+CLIENT_KEYS = {"trace", "server"}
+_REVERSE = {v: k for k, v in FIELD_MAP.items() if k not in EDITOR_ALIASES}
 
 
 class ConfigError(ValueError):
@@ -64,6 +58,33 @@ class ServerOptions:
 
     check_on_change: bool = False
     debounce_ms: int = 500
+
+
+#: The JSON schema of the server-only keys (:class:`ServerOptions`), merged into :func:`section_schema`.
+SERVER_SCHEMA: dict[str, dict[str, Any]] = {
+    "checkOnChange": {
+        "type": "boolean",
+        "default": False,
+        "description": "Also check while typing (after debounceMs without edits), not only on open and save.",
+    },
+    "debounceMs": {
+        "type": "integer",
+        "minimum": 0,
+        "default": 500,
+        "description": "Delay of checkOnChange after the last edit, milliseconds.",
+    },
+}
+
+
+def section_schema() -> dict[str, Any]:
+    """The JSON schema of the whole ``kernellsp`` section the server reads (core settings + server keys).
+
+    What ``kernellsp settings-schema`` prints and VS Code's ``contributes.configuration`` is generated from.
+    Client-side keys (:data:`CLIENT_KEYS`) belong to each client and are not in it.
+    """
+    schema = editor_schema()
+    schema["properties"].update(SERVER_SCHEMA)
+    return schema
 
 
 def _label(path: tuple[str, ...]) -> str:
@@ -124,7 +145,9 @@ def server_options(section: dict[str, Any]) -> ServerOptions:
     debounce = section.get("debounceMs")
     if check is not None and not isinstance(check, bool):
         raise ConfigError(f"kernellsp.checkOnChange: expected true or false, got {check!r}")
-    if debounce is not None and (isinstance(debounce, bool) or not isinstance(debounce, int | float) or debounce < 0):
+    if debounce is not None and (
+        isinstance(debounce, bool) or not isinstance(debounce, int | float) or debounce < 0
+    ):
         raise ConfigError(f"kernellsp.debounceMs: expected a number of milliseconds >= 0, got {debounce!r}")
     return ServerOptions(
         check_on_change=bool(check) if check is not None else False,
@@ -153,9 +176,10 @@ def resolve(workspace: Path | None, section: dict[str, Any]) -> tuple[Settings, 
             camel = _REVERSE.get(snake) or _REVERSE.get(snake[:2]) or _REVERSE.get(snake[:1]) or snake
             raise ConfigError(f"{_label(camel)}: {m.group(2)}") from None
         raise ConfigError(msg) from None
-    arch = settings.arch.lower().replace("compute_", "sm_")
-    if arch not in ARCHS:
-        raise ConfigError(f"kernellsp.arch: unknown architecture {settings.arch!r} (known: {', '.join(ARCHS)})")
+    arch = normalise_arch(settings.arch)
+    problem = arch_problem(arch)
+    if problem is not None:
+        raise ConfigError(f"kernellsp.arch: {problem}")
     if arch != settings.arch:
         settings = settings.model_copy(update={"arch": arch})
     return settings, opts
