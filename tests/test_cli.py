@@ -401,10 +401,27 @@ def test_bad_spec_gives_kl003_on_the_spec_line(tmp_path: Path, monkeypatch: pyte
 
 
 def test_unknown_arch(in_repo: Path) -> None:
-    result = invoke("check", "--arch", "sm_12", "samples/")
+    result = invoke("check", "--arch", "banana", "samples/")
     assert result.exit_code == 2
-    assert result.stderr.startswith("error: --arch sm_12: unknown architecture (known: sm_70")
+    assert result.stderr.startswith("error: --arch banana: 'banana' is not a GPU architecture")
     assert result.stdout == ""
+
+
+@requires_nvcc
+def test_arch_is_judged_by_the_installed_nvcc(in_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # nvcc 13 dropped sm_70 and builds sm_103 / sm_100a: the error comes before any build, naming what nvcc builds.
+    dropped = invoke("check", "--arch", "sm_70", "samples/vector_add.cu")
+    assert dropped.exit_code == 2
+    assert "does not build sm_70 (it builds sm_75" in dropped.stderr
+    for arch in ("sm_103", "sm_100a"):
+        ok = invoke("check", "--arch", arch, "samples/vector_add.cu")
+        assert ok.exit_code in (0, 1), ok.stderr
+    # A bad setting is named as the setting, not as an option the user never typed.
+    monkeypatch.setenv("KERNELLSP_ARCH", "banana")
+    from_env = invoke("check", "samples/vector_add.cu")
+    assert from_env.exit_code == 2
+    assert "the arch setting 'banana' (kernellsp.toml [settings] or KERNELLSP_ARCH)" in from_env.stderr
+    assert "--arch" not in from_env.stderr
 
 
 def test_unknown_format(in_repo: Path) -> None:

@@ -31,7 +31,7 @@ async def _run(client: LanguageClient, command: str, *args: object) -> object:
 
 async def test_commands_advertised(client: LanguageClient) -> None:
     cmds = client.init_result.capabilities.execute_command_provider.commands
-    assert sorted(cmds) == ["kernellsp.addLaunchSpec", "kernellsp.checkFile", "kernellsp.optimize.loop",
+    assert sorted(cmds) == ["kernellsp.addLaunchSpec", "kernellsp.checkFile", "kernellsp.optimize",
                             "kernellsp.showProfile", "kernellsp.showRule"]
 
 

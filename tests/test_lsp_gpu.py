@@ -92,7 +92,7 @@ async def test_save_profiles_and_optimize_applies_a_verified_edit(tmp_path: Path
         opt = next(a for a in actions if a.title == "Optimize softmax_row with verified rewrite")
         result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
             command=opt.command.command, arguments=list(opt.command.arguments or [])))  # fmt: skip
-        note("request", method="workspace/executeCommand", command="kernellsp.optimize.loop", result=result)
+        note("request", method="workspace/executeCommand", command="kernellsp.optimize", result=result)
         progress = {str(k): [getattr(v, "message", None) or getattr(v, "title", None) for v in vs]
                     for k, vs in client.progress_reports.items()}  # fmt: skip
         note("notification", method="$/progress", reports=progress)

@@ -37,7 +37,7 @@ async def test_optimize_action_offered_for_specd_entry(client: LanguageClient, w
     actions = await _actions(client, uri, line)
     opt = [a for a in actions if isinstance(a, types.CodeAction) and a.title == "Optimize vector_add with verified rewrite"]
     assert len(opt) == 1
-    assert opt[0].command is not None and opt[0].command.command == "kernellsp.optimize.loop"
+    assert opt[0].command is not None and opt[0].command.command == "kernellsp.optimize"
     assert list(opt[0].command.arguments or []) == [uri, "vector_add"]
     assert opt[0].edit is None  # long work runs through the command, never as an inline edit
     # Not offered for a kernel without a spec, and not when the client asks only for other kinds.
@@ -55,7 +55,7 @@ async def test_optimize_without_gpu_says_why_and_changes_nothing(client: Languag
     uri = open_doc(client, path)
     await wait_publications(client, uri)
     result = await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="kernellsp.optimize.loop", arguments=[uri, "vector_add"]))
+        types.ExecuteCommandParams(command="kernellsp.optimize", arguments=[uri, "vector_add"]))
     assert result["accepted"] is False and "no GPU" in result["reason"]
     assert client.edits == []
     assert path.read_text() == before

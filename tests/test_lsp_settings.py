@@ -110,7 +110,7 @@ async def test_invalid_settings_keep_previous(client_name: str, workspace: Path)
             ({"arch": "sm_1"}, "kernellsp.arch"),
             ({"archh": "sm_90"}, "kernellsp.archh"),
             ({"llm": {"baseURL": "http://x"}}, "kernellsp.llm.baseURL"),
-            ({"runner": "cloud"}, "kernellsp.run.runner"),
+            ({"runner": "cloud"}, "kernellsp.runner"),
         ):
             client.messages.clear()
             client.set_configuration(bad, section="kernellsp")

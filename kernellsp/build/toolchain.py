@@ -78,6 +78,7 @@ def reset() -> None:
     """Forget cached tool locations and versions (tests change PATH)."""
     find_tool.cache_clear()
     tool_version.cache_clear()
+    nvcc_gpu_codes.cache_clear()
 
 
 @cache
@@ -101,6 +102,46 @@ def parse_version(text: str) -> str | None:
         return m.group(2)
     m = re.search(r"Version\s+([\d.]+)", text) or re.search(r"(\d+\.\d+(?:\.\d+)+)", text)
     return m.group(1) if m else text.strip().splitlines()[-1] if text.strip() else None
+
+
+_ARCH_RE = re.compile(r"^sm_(\d{2,3})([af]?)$")
+
+
+@cache
+def nvcc_gpu_codes() -> frozenset[str] | None:
+    """The ``sm_XX`` targets the installed nvcc builds (``nvcc --list-gpu-code``), or ``None`` without nvcc."""
+    path = find_tool("nvcc")
+    if path is None:
+        return None
+    try:
+        proc = subprocess.run([path, "--list-gpu-code"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    codes = frozenset(c for c in proc.stdout.split() if _ARCH_RE.match(c))
+    return codes or None
+
+
+def normalise_arch(arch: str) -> str:
+    """``90``, ``compute_90``, ``SM_90`` → ``sm_90`` (the spelling nvcc's ``-arch`` and kernellsp use)."""
+    a = arch.strip().lower().replace("compute_", "sm_")
+    return f"sm_{a}" if a.isdigit() else a
+
+
+def arch_problem(arch: str) -> str | None:
+    """Why nvcc cannot build for ``arch``, or ``None`` when it can.
+
+    The installed nvcc is the judge (nvcc 13 dropped sm_70 and builds sm_103; the next one will differ):
+    ``sm_XXa``/``sm_XXf`` are accepted where nvcc builds ``sm_XX``. Without nvcc only the spelling is checked.
+    """
+    a = normalise_arch(arch)
+    m = _ARCH_RE.match(a)
+    if m is None:
+        return f"{arch!r} is not a GPU architecture (write it as sm_90, sm_100a, ...)"
+    codes = nvcc_gpu_codes()
+    if codes is None or f"sm_{m.group(1)}" in codes:
+        return None
+    listed = ", ".join(sorted(codes, key=lambda c: int(_ARCH_RE.match(c).group(1))))  # type: ignore[union-attr]
+    return f"nvcc {tool_version('nvcc') or ''} does not build {a} (it builds {listed})".replace("nvcc  ", "nvcc ")
 
 
 @dataclass

@@ -6,7 +6,7 @@
 * ``kernellsp.checkFile(uri)``: check the document again now (the same job as a save) and return
   a summary: findings by severity and code, kernels, version, seconds, or ``cancelled``.
 
-``kernellsp.optimize.loop`` and ``kernellsp.showProfile`` live with their features
+``kernellsp.optimize`` and ``kernellsp.showProfile`` live with their features
 (:mod:`.optimize`, :mod:`.profile`).
 """
 
@@ -33,7 +33,7 @@ ADD_LAUNCH_SPEC = "kernellsp.addLaunchSpec"
 SHOW_RULE = "kernellsp.showRule"
 CHECK_FILE = "kernellsp.checkFile"
 #: Names reserved for the profile and optimize features (registered by those features).
-OPTIMIZE = "kernellsp.optimize.loop"
+OPTIMIZE = "kernellsp.optimize"
 SHOW_PROFILE = "kernellsp.showProfile"
 
 

@@ -1,7 +1,7 @@
-"""The "Optimize KERNEL with verified rewrite" quick fix and the ``kernellsp.optimize.loop`` command.
+"""The "Optimize KERNEL with verified rewrite" quick fix and the ``kernellsp.optimize`` command.
 
 The code action (computed from the cached check: no GPU work, no waiting) carries the command
-``kernellsp.optimize.loop(uri, entry)``. The command runs :func:`kernellsp.optimize.loop.optimize` as an
+``kernellsp.optimize(uri, entry)``. The command runs :func:`kernellsp.optimize.loop.optimize` as an
 ``"optimize"`` job with ``$/progress`` and cancellation (the Cancel button stops the loop and
 kills its running tools; nothing is written). When the loop's final verdict accepts the champion:
 
@@ -45,7 +45,7 @@ from kernellsp.source import spec
 log = logging.getLogger(__name__)
 
 KIND = "optimize"
-OPTIMIZE = "kernellsp.optimize.loop"
+OPTIMIZE = "kernellsp.optimize"
 
 
 def _entries(model: Any) -> list[str]:
@@ -114,7 +114,7 @@ def _optimize_actions(ls: KernelLspServer, params: types.CodeActionParams) -> li
 
 
 async def run_optimize(ls: KernelLspServer, uri: str, entry: str) -> dict[str, Any]:
-    """``kernellsp.optimize.loop(uri, entry)``: the verified rewrite loop as a cancellable job."""
+    """``kernellsp.optimize(uri, entry)``: the verified rewrite loop as a cancellable job."""
     doc = ls.workspace.get_text_document(uri)
     version = doc.version
     text = doc.source
@@ -203,5 +203,5 @@ async def run_optimize(ls: KernelLspServer, uri: str, entry: str) -> dict[str, A
 
 
 def register(ls: KernelLspServer) -> None:
-    """Register ``kernellsp.optimize.loop``."""
+    """Register ``kernellsp.optimize``."""
     ls.command(OPTIMIZE)(run_optimize)
