@@ -95,29 +95,64 @@ class CheckError(Exception):
 # Files
 
 
-def collect_files(paths: Iterable[str | Path]) -> list[Path]:
-    """Expand files and directories to CUDA files; a path that does not exist raises :class:`CheckError`."""
+def collect_files(paths: Iterable[str | Path], notes: list[str] | None = None) -> list[Path]:
+    """Expand files and directories to CUDA files; a path that does not exist raises :class:`CheckError`.
+
+    Whatever is skipped on the way (an unreadable folder, a symlink loop) is said in ``notes``, never
+    silently dropped, and so is a file named explicitly that is not a .cu/.cuh file.
+    """
+    said = notes if notes is not None else []
     out: list[Path] = []
     for raw in paths:
         p = Path(raw)
-        if not p.exists():
+        if not p.exists() and not p.is_symlink():
             raise CheckError(f"{raw}: no such file or directory")
         if p.is_dir():
-            for root, dirs, files in os.walk(p):
-                dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
-                for f in sorted(files):
-                    if f.endswith(CUDA_SUFFIXES):
-                        out.append(Path(root) / f)
+            out.extend(_walk_cuda_files(p, said))
         else:
+            if not str(p).endswith(CUDA_SUFFIXES):
+                said.append(f"{raw}: skipped: not a CUDA file (kernellsp checks .cu and .cuh files)")
+                continue
             out.append(p)
     seen: set[Path] = set()
     uniq = []
     for p in out:
-        r = p.resolve()
+        try:
+            r = p.resolve(strict=True)
+        except (OSError, RuntimeError) as exc:
+            # RuntimeError: Python 3.11 reports a symlink loop that way; OSError: ELOOP or a dangling link.
+            said.append(f"{p}: skipped: {_link_problem(p, exc)}")
+            continue
         if r not in seen:
             seen.add(r)
             uniq.append(p)
     return uniq
+
+
+def _walk_cuda_files(top: Path, notes: list[str]) -> list[Path]:
+    def unreadable(exc: OSError) -> None:
+        notes.append(f"{exc.filename}: folder skipped: {exc.strerror or exc} (check its mode and owner)")
+
+    out: list[Path] = []
+    for root, dirs, files in os.walk(top, onerror=unreadable):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+        out.extend(Path(root) / f for f in sorted(files) if f.endswith(CUDA_SUFFIXES))
+    return out
+
+
+def _link_problem(path: Path, exc: BaseException) -> str:
+    chain = [path.name]
+    cur = path
+    for _ in range(8):
+        if not cur.is_symlink():
+            break
+        cur = cur.parent / os.readlink(cur)
+        chain.append(cur.name)
+        if cur.name in chain[:-1]:
+            return "symlink loop (" + " -> ".join(chain) + ")"
+    if isinstance(exc, FileNotFoundError):
+        return f"broken symlink ({' -> '.join(chain)} does not exist)"
+    return str(getattr(exc, "strerror", None) or exc)
 
 
 def read_source(path: Path) -> tuple[str | None, str | None]:
@@ -420,10 +455,10 @@ def check_paths(
     """Check files and directories. Raises :class:`CheckError` only for usage problems."""
     opts = options or CheckOptions()
     t0 = time.monotonic()
-    files = collect_files(paths)
     notes: list[str] = []
+    files = collect_files(paths, notes)
     if not files:
-        raise CheckError("no CUDA files (.cu, .cuh) found in the given paths")
+        raise CheckError("no CUDA files (.cu, .cuh) found in the given paths" + "".join(f"; {n}" for n in notes))
     first_root = spec.find_workspace_root(files[0])
     workspace = opts.workspace or first_root
     ruleset = rules.load_rules(workspace, opts.extra_rule_dirs)

@@ -484,3 +484,37 @@ def test_profile_unknown_kernel_is_named_not_replaced_by_the_program(tmp_path: P
                      ProfileOptions(kernels=["vector_ad"], use_cache=False))  # fmt: skip
     assert ei.value.kind == "no_spec"
     assert str(ei.value) == "vector_add.cu: vector_ad: no valid launch spec for that entry (entries with one: vector_add)"
+
+
+def test_symlink_loops_and_broken_links_are_noted_and_the_rest_checked(tmp_path: Path) -> None:
+    shutil.copy(REPO / "samples" / "vector_add.cu", tmp_path / "good.cu")
+    (tmp_path / "b.cu").symlink_to("c.cu")
+    (tmp_path / "c.cu").symlink_to("b.cu")
+    (tmp_path / "d.cu").symlink_to("missing.cu")
+    result = invoke("check", "--no-build", "--format", "json", str(tmp_path))
+    assert result.exit_code in (0, 1), result.stderr
+    assert {Path(f["path"]).name for f in json.loads(result.stdout)["findings"]} == {"good.cu"}
+    assert "b.cu: skipped: symlink loop (b.cu -> c.cu -> b.cu)" in result.stderr
+    assert "d.cu: skipped: broken symlink (d.cu -> missing.cu does not exist)" in result.stderr
+    assert "internal error" not in result.stderr
+
+
+def test_a_named_non_cuda_file_is_refused_with_a_note(tmp_path: Path) -> None:
+    (tmp_path / "plain.cpp").write_text("int main() { return 0; }\n")
+    result = invoke("check", str(tmp_path / "plain.cpp"))
+    assert result.exit_code == 2
+    assert "plain.cpp: skipped: not a CUDA file" in result.stderr
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads folders whatever their mode")
+def test_an_unreadable_folder_is_noted(tmp_path: Path) -> None:
+    shutil.copy(REPO / "samples" / "vector_add.cu", tmp_path / "good.cu")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    shutil.copy(REPO / "samples" / "vector_add.cu", locked / "x.cu")
+    locked.chmod(0)
+    try:
+        result = invoke("check", "--no-build", str(tmp_path))
+    finally:
+        locked.chmod(0o755)
+    assert "locked: folder skipped: Permission denied" in result.stderr
