@@ -324,6 +324,27 @@ class _LoopDisplay:
             self.status.update(f"best {self.best:.3f}x | {message}")  # type: ignore[attr-defined]
 
 
+def _print_explain(file: Path, text: str, entry: str, json_out: bool) -> None:
+    """``optimize --explain``: every recipe against the entry's kernels, matched with its binding or declined."""
+    import json
+
+    from kernellsp.optimize.propose.recipes import explain
+    from kernellsp.source.model import parse_source
+
+    rows = explain(parse_source(text, str(file)), entry)
+    if json_out:
+        typer.echo(json.dumps({"path": str(file), "entry": entry, "recipes": [r.to_dict() for r in rows]}, indent=2))
+        return
+    typer.echo(f"{file}:{entry}: {sum(r.matched for r in rows)} of {len(rows)} recipe checks match")
+    for r in sorted(rows, key=lambda r: (not r.matched, r.kernel, r.recipe)):
+        where = f" on {r.kernel}" if r.kernel and r.kernel != entry else ""
+        if r.matched:
+            binding = ", ".join(f"{k}={v}" for k, v in r.binding.items())
+            typer.echo(f"  matched  {r.recipe}{where} [{r.archetype}; {', '.join(r.rules)}]: {binding}")
+        else:
+            typer.echo(f"  declined {r.recipe}{where}: {r.reason}")
+
+
 @app.command()
 def optimize(
     file: Annotated[Path, typer.Argument(help="A CUDA file with a launch spec.", show_default=False)],
@@ -332,7 +353,10 @@ def optimize(
     json_out: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
     rounds: Annotated[int | None, typer.Option(min=1, help="Rounds of proposals.")] = None,
     candidates: Annotated[int | None, typer.Option(min=1, help="Candidates per round.")] = None,
-    proposer: Annotated[str, typer.Option(help="auto, tuner or llm.")] = "auto",
+    proposer: Annotated[str, typer.Option(help="auto (recipes, then the LLM if configured, then the tuner), "
+                                               "recipes, tuner or llm.")] = "auto",
+    explain: Annotated[bool, typer.Option("--explain", help="List every recipe as matched (with its binding) or "
+                                          "declined (with the reason) and exit; needs no GPU.")] = False,
     min_gain: Annotated[float | None, typer.Option(help="Minimum verified gain in percent (default 2).")] = None,
     seeds: Annotated[int, typer.Option(min=1, help="Input seeds for the correctness gate.")] = 3,
     gpu_host: Annotated[str | None, typer.Option("--gpu-host", help="Run on user@host over ssh.")] = None,
@@ -356,10 +380,13 @@ def optimize(
     from kernellsp.run.runner import Runner, RunnerError
     from kernellsp.source.spec import find_workspace_root
 
-    if proposer not in ("auto", "tuner", "llm"):
-        raise _fail(f"--proposer {proposer}: expected auto, tuner or llm")
+    if proposer not in ("auto", "recipes", "tuner", "llm"):
+        raise _fail(f"--proposer {proposer}: expected auto, recipes, tuner or llm")
     text = _read_cuda(file)
     entry = _pick_entry(file, text, kernel)
+    if explain:
+        _print_explain(file, text, entry, json_out)
+        raise typer.Exit(0)
     root = find_workspace_root(file)
     settings = _settings(file, gpu_host)
     runner, problem = _make_runner(settings)

@@ -180,10 +180,15 @@ def _hash(text: str) -> str:
 
 
 def default_proposers(settings: Any, ruleset: rulesmod.RuleSet | None, which: str = "auto") -> list[Proposer]:
-    """``auto``: LLM then tuner when an endpoint is configured, else the tuner; or exactly one."""
+    """``auto``: recipes first, then the LLM when an endpoint is configured, then the tuner; or exactly one
+    (``recipes``, ``llm`` or ``tuner``)."""
     from kernellsp.optimize.propose.tuner import Tuner
 
     out: list[Proposer] = []
+    if which in ("auto", "recipes"):
+        from kernellsp.optimize.propose.recipes.proposer import RecipeProposer
+
+        out.append(RecipeProposer())
     if which in ("auto", "llm") and settings is not None and settings.llm.configured:
         from kernellsp.optimize.propose.llm import LlmProposer
 
