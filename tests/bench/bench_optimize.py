@@ -1,13 +1,16 @@
-"""Benchmark: the built-in tuner alone on every sample, through the full verification gate.
+"""Benchmark: the built-in proposers (recipes, then the tuner; no LLM) through the full verification gate.
 
 Run on a GPU host from the repository root::
 
-    python tests/bench/bench_optimize.py --write [--rounds 2 --candidates 3] [SAMPLE.cu ...]
+    python tests/bench/bench_optimize.py --write [--suite tests/bench/optimize_suite.toml]
+        [--proposer auto|recipes|tuner] [--rounds 2 --candidates 4] [FILE.cu ...]
 
-Per sample it records the baseline time, the best verified time, the speedup (final verdict of the
-champion against the original, with its confidence interval), the share of the DRAM roofline the
-champion reaches, the rounds run and the wall time, and writes tests/bench/results/optimize-<gpu>.md
-(and .json with every candidate's verdict).
+Per file it records the baseline time, the best verified time, the speedup (final verdict of the
+champion against the original, with its confidence interval), the reference timed in the same run
+(a device-to-device copy of the bytes the kernel must move, a read-only streaming reduction, or cuBLAS
+fp32 through torch with TF32 off: see optimize_suite.toml) and the champion's share of it, the suite's
+target for the row, the rounds run and the wall time, and writes
+tests/bench/results/optimize-<gpu>.md (and .json with every candidate's verdict).
 """
 
 from __future__ import annotations
@@ -15,10 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
@@ -26,48 +32,123 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from gpuinfo import gpu_slug  # noqa: E402  (tests/gpuinfo.py)
 
 from kernellsp.check import CheckOptions, check_text  # noqa: E402
-from kernellsp.optimize.loop import OptimizeOptions, optimize  # noqa: E402
-from kernellsp.optimize.propose.tuner import Tuner  # noqa: E402
+from kernellsp.optimize.loop import OptimizeOptions, default_proposers, optimize  # noqa: E402
 from kernellsp.optimize.verify.gate import VerifyOptions  # noqa: E402
-from kernellsp.profile.ncu import runner_environment  # noqa: E402
+from kernellsp.profile.ncu import footprint_bytes, runner_environment  # noqa: E402
 from kernellsp.rules.engine import load_rules  # noqa: E402
 from kernellsp.run.runner import LocalRunner  # noqa: E402
 from kernellsp.source.model import parse_source  # noqa: E402
-from kernellsp.source.spec import specs_from_source  # noqa: E402
+from kernellsp.source.spec import entry_spec, patch_spec_block, specs_from_source  # noqa: E402
 
 RESULTS = ROOT / "tests" / "bench" / "results"
+
+
+def _cases(args: argparse.Namespace) -> list[dict[str, Any]]:
+    if args.files:
+        return [{"file": f if "/" in f else f"samples/{f}"} for f in args.files]
+    if args.suite:
+        return list(tomllib.loads(Path(args.suite).read_text())["case"])
+    return [{"file": f"samples/{p.name}"} for p in sorted((ROOT / "samples").glob("*.cu"))]
+
+
+def _with_sizes(text: str, path: Path, sizes: dict[str, int]) -> str:
+    """``text`` with the entry's main sizes overridden (the spec's sizes line only; shapes stay)."""
+    bound = specs_from_source(parse_source(text, str(path)))[0][0]
+    assert bound.block is not None, f"{path.name}: the bench overrides sizes of comment-block specs only"
+    return patch_spec_block(text, bound.block, {"sizes": {**bound.spec.sizes, **sizes}})
+
+
+def _time_reference(kind: str, text: str, path: Path, entry: str) -> dict[str, Any]:
+    """Median ms of the row's reference on this GPU, with the bytes or FLOPs it stands for."""
+    try:
+        import torch
+    except ImportError:
+        return {"kind": kind, "ms": None, "note": "torch is not installed"}
+    model = parse_source(text, str(path))
+    bound = entry_spec(model, entry)
+    assert bound is not None
+    flush = torch.empty(2 * 50 * 2**20, dtype=torch.uint8, device="cuda")  # twice the H100/H200 L2
+    sizes = bound.spec.resolved_sizes(bound.spec.all_shapes()[0])
+    if kind == "cublas":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        m, n, k = (int(sizes[x]) for x in ("M", "N", "K"))
+        a = torch.randn(m, k, device="cuda")
+        b = torch.randn(k, n, device="cuda")
+        run = lambda: torch.matmul(a, b)  # noqa: E731
+        amount = {"flops": 2 * m * n * k}
+    else:
+        nbytes = footprint_bytes(bound) or 0
+        if kind == "read":
+            inputs = sum(
+                int(eval_count(a.count, sizes)) * {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "u8": 1}.get(a.dtype or "", 4)
+                for a in bound.spec.args.values()
+                if a.count is not None and a.dir in ("in", "inout")
+            )
+            x = torch.rand(max(1, inputs // 4), device="cuda")
+            run = lambda: x.sum()  # noqa: E731
+            amount = {"bytes": inputs}
+        else:
+            half = max(1, nbytes // 2 // 4)
+            src = torch.rand(half, device="cuda")
+            dst = torch.empty_like(src)
+            run = lambda: dst.copy_(src)  # noqa: E731
+            amount = {"bytes": nbytes}
+    times = []
+    for i in range(25):
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        end.record()
+        torch.cuda.synchronize()
+        if i >= 5:
+            times.append(start.elapsed_time(end))
+    return {"kind": kind, "ms": statistics.median(times), **amount}
+
+
+def eval_count(expr: str, sizes: dict[str, Any]) -> int:
+    from kernellsp.source import exprs
+
+    return exprs.evaluate_int(expr, sizes)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--write", action="store_true")
-    ap.add_argument("--rounds", type=int, default=1)
-    ap.add_argument("--candidates", type=int, default=3)
+    ap.add_argument("--suite", help="a TOML list of cases (file, sizes, reference, target)")
+    ap.add_argument("--proposer", default="auto", choices=["auto", "recipes", "tuner"])
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--candidates", type=int, default=4)
     ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("samples", nargs="*")
+    ap.add_argument("files", nargs="*")
     args = ap.parse_args()
-    files = [ROOT / "samples" / s for s in args.samples] if args.samples else sorted((ROOT / "samples").glob("*.cu"))
     runner = LocalRunner()
     env = runner_environment(runner)
     rules = load_rules(None)
     work = Path(tempfile.mkdtemp(prefix="kernellsp-bench-opt-"))
     (work / "kernellsp.toml").write_text("")
     rows = []
-    for src in files:
+    proposers = default_proposers(None, rules, args.proposer)
+    for case in _cases(args):
+        src = ROOT / case["file"]
         path = work / src.name
         text = src.read_text()
+        if case.get("sizes"):
+            text = _with_sizes(text, path, case["sizes"])
         path.write_text(text)
         entry = specs_from_source(parse_source(text, str(path)))[0][0].entry
+        reference = _time_reference(case["reference"], text, path, entry) if case.get("reference") else None
         findings = check_text(path, text, CheckOptions(), rules).findings
         t0 = time.monotonic()
         try:
-            res = optimize(path, text, entry, runner, [Tuner()],
+            res = optimize(path, text, entry, runner, proposers,
                            OptimizeOptions(rounds=args.rounds, candidates=args.candidates,
                                            verify=VerifyOptions(seeds=args.seeds, rounds=4, reps=10)),
                            findings=findings, environment=env)  # fmt: skip
         except Exception as exc:  # a benchmark row, not a crash of the whole table
             rows.append({"sample": src.name, "entry": entry, "error": f"{type(exc).__name__}: {exc}",
-                         "wall_s": time.monotonic() - t0})  # fmt: skip
+                         "wall_s": time.monotonic() - t0, "reference": reference,
+                         "target": case.get("target")})  # fmt: skip
             print(f"{src.name}: ERROR {exc}", flush=True)
             continue
         final = res.final
@@ -83,6 +164,8 @@ def main() -> int:
             "roofline_pct": (final.details.get("candidate_pct_of_roofline") if res.accepted else
                              final.details.get("baseline_pct_of_roofline")) if final else None,
             "rounds": res.rounds_run, "stop": res.stop_reason, "wall_s": res.wall_s,
+            "sizes": case.get("sizes"), "reference": reference, "target": case.get("target"),
+            "phases": final.details.get("phases") if final else None,
             "winner": " + ".join(res.winners) if res.accepted else None,
             "candidates": [{"round": c.round, "description": c.description, "verdict": c.verdict,
                             "speedup": c.speedup_vs_champion, "message": c.message[:200]} for c in res.candidates],
@@ -94,7 +177,7 @@ def main() -> int:
     gpu = env.get("gpu", "?")
     slug = gpu_slug(gpu)
     previous = RESULTS / f"optimize-{slug}.json"
-    if args.write and args.samples and previous.is_file():
+    if args.write and args.files and previous.is_file():
         # A run over some samples updates their rows and keeps the others (the suite can be split).
         done = {r["sample"] for r in rows}
         old = [r for r in json.loads(previous.read_text())["rows"] if r["sample"] not in done]
@@ -110,35 +193,66 @@ def main() -> int:
     return 0
 
 
+def _pct_of_reference(r: dict[str, Any]) -> float | None:
+    ref = r.get("reference") or {}
+    best = r.get("best_ms") or (r.get("baseline_ms") if not r.get("accepted") else None)
+    if not ref.get("ms") or not best:
+        return None
+    return 100.0 * ref["ms"] / best
+
+
+def _target_met(r: dict[str, Any]) -> str:
+    target = r.get("target")
+    if not target:
+        return ""
+    if target.startswith("pct>="):
+        pct = _pct_of_reference(r) if r.get("accepted") else None
+        return "yes" if pct is not None and pct >= float(target[5:]) else "no"
+    if target.startswith("speedup>="):
+        return "yes" if r.get("speedup") and r["speedup"] >= float(target[9:]) else "no"
+    if target.startswith("speedup>"):
+        return "yes" if r.get("speedup") and r["speedup"] > float(target[8:]) else "no"
+    return "?"
+
+
 def render(rows: list[dict], env: dict, args: argparse.Namespace) -> str:
+    who = {"auto": "recipes, then the tuner", "recipes": "recipes only", "tuner": "tuner only"}[args.proposer]
     lines = [
-        f"# `kernellsp optimize` with the built-in tuner only ({env.get('gpu', '?')})",
+        f"# `kernellsp optimize` with the built-in proposers ({env.get('gpu', '?')})",
         "",
         f"GPU {env.get('gpu')}, driver {env.get('driver')}, nvcc {env.get('nvcc_version')}, ncu {env.get('ncu_version')}. "
-        f"Tuner only (no LLM), {args.rounds} round(s) × {args.candidates} candidates (1 seed, every shape, A/B timing per "
-        f"candidate), then the champion is re-verified against the original ({args.seeds} seeds, every shape, "
-        "compute-sanitizer memcheck + racecheck, 4 A/B timing rounds × 10 reps); that final verdict decides. "
-        "Times are CUDA-event medians of the harness (L2 flushed, fresh inputs per repetition), not ncu durations.",
+        f"Built-in proposers ({who}; no LLM), up to {args.rounds} round(s) × {args.candidates} candidates per round, "
+        f"then the champion is re-verified against the original ({args.seeds} seeds, every shape, the full gate); "
+        "that final verdict decides. Times are CUDA-event medians of kernellsp's harness (L2 flushed, fresh inputs), "
+        "not ncu durations. The reference of each row was timed in the same run on the same GPU (torch): `copy` = a "
+        "device-to-device copy of the bytes the kernel must move (inputs read once, outputs written once), `read` = "
+        "a read-only streaming reduction over its input bytes, `cublas` = torch.matmul fp32 with TF32 off. "
+        "% of reference = reference time / best verified time (the baseline's when nothing was verified).",
         "",
-        "| sample | entry | baseline (ms) | best verified (ms) | speedup [95% CI] | % of DRAM roofline | winner | rounds | wall (s) |",
-        "|---|---|---:|---:|---|---:|---|---:|---:|",
+        "| file | entry | sizes | baseline (ms) | best verified (ms) | speedup [95% CI] | reference (ms) | % of reference "
+        "| target | met | winner | rounds | wall (s) |",
+        "|---|---|---|---:|---:|---|---:|---:|---|---|---|---:|---:|",
     ]
     for r in rows:
+        ref = r.get("reference") or {}
+        ref_ms = f"{ref['kind']} {ref['ms']:.4f}" if ref.get("ms") else "n/a"
+        sizes = ", ".join(f"{k}={v}" for k, v in (r.get("sizes") or {}).items()) or "spec"
         if "error" in r:
-            lines.append(f"| {r['sample']} | {r['entry']} | | | error: {r['error'][:100]} | | | | {r['wall_s']:.0f} |")
+            lines.append(f"| {r['sample']} | {r['entry']} | {sizes} | | | error: {r['error'][:100]} | {ref_ms} | | "
+                         f"{r.get('target') or ''} | no | | | {r['wall_s']:.0f} |")  # fmt: skip
             continue
-        if r["accepted"] and r["rounds"] == 1:
-            # One round: the champion is the fastest accepted candidate (rows written before `winners` existed).
-            acc = [c for c in r["candidates"] if c["verdict"] == "accepted" and c["speedup"]]
-            if acc:
-                r["winner"] = max(acc, key=lambda c: c["speedup"])["description"]
         ci = f" [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]" if r["ci"] and r["accepted"] else ""
-        roof = f"{r['roofline_pct']:.0f}" if r["roofline_pct"] is not None else "n/a"
+        pct = _pct_of_reference(r)
+        pct_s = f"{pct:.0f}" if pct is not None else "n/a"
         base = f"{r['baseline_ms']:.4f}" if r["baseline_ms"] else "n/a"
         best = f"{r['best_ms']:.4f}" if r["best_ms"] else "n/a"
-        lines.append(f"| {r['sample']} | {r['entry']} | {base} | {best} | {(format(r['speedup'], '.3f') if r['speedup'] is not None else 'n/a')}{ci} | {roof} | "
-                     f"{r['winner'] or '(none: ' + str(r['final_verdict'] or r['stop']) + ')'} | {r['rounds']} | {r['wall_s']:.0f} |")  # fmt: skip
-    lines += ["", "Every candidate's verdict is in the .json next to this file.", ""]
+        speed = format(r["speedup"], ".3f") if r["speedup"] is not None else "n/a"
+        winner = r["winner"] or "(none: " + str(r["final_verdict"] or r["stop"]) + ")"
+        lines.append(
+            f"| {r['sample']} | {r['entry']} | {sizes} | {base} | {best} | {speed}{ci} | {ref_ms} | {pct_s} | "
+            f"{r.get('target') or ''} | {_target_met(r)} | {winner} | {r['rounds']} | {r['wall_s']:.0f} |"
+        )
+    lines += ["", "Every candidate's verdict (and the final verification's phases) is in the .json next to this file.", ""]
     return "\n".join(lines) + "\n"
 
 
