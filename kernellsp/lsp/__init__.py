@@ -9,7 +9,7 @@ Layout:
 * :mod:`~kernellsp.lsp.config`: editor settings (camelCase) → core settings;
 * :mod:`~kernellsp.lsp.convert`: findings → diagnostics, position encodings, rule links;
 * :mod:`~kernellsp.lsp.features`: one module per feature (settings, diagnostics, code actions,
-  hover, commands, lifecycle), each with ``register(server)``;
+  hover, commands, profile, optimize, workspace, status, lifecycle), each with ``register(server)``;
 * :mod:`~kernellsp.lsp.main`: logging and transports for ``kernellsp serve``.
 
 ``create_server()`` builds a server with every feature; ``kernellsp serve`` starts it.
@@ -34,11 +34,24 @@ def create_server() -> KernelLspServer:
         optimize,
         profile,
         settings,
+        status,
+        workspace,
     )
     from kernellsp.lsp.server import KernelLspServer
 
     server = KernelLspServer()
-    for feature in (settings, diagnostics, code_actions, hover, commands, profile, optimize, lifecycle):
+    for feature in (
+        settings,
+        diagnostics,
+        code_actions,
+        hover,
+        commands,
+        profile,
+        optimize,
+        workspace,
+        status,
+        lifecycle,
+    ):
         feature.register(server)
     return server
 

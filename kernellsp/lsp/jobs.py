@@ -178,6 +178,8 @@ class JobManager:
         self._current: dict[tuple[str, str], Job] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
+        #: Called (on the event loop) whenever a job starts or ends; the status feature pushes the change.
+        self.on_change: Callable[[], None] | None = None
 
     # ---------------------------------------------------------------------------------------------
     # Public API
@@ -208,6 +210,7 @@ class JobManager:
         self._current[key] = job
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
+        self._changed()
         return task
 
     def current(self, uri: str, kind: str) -> Job | None:
@@ -270,6 +273,14 @@ class JobManager:
             job.task.cancel()
         if self._current.get((job.uri, job.kind)) is job:
             del self._current[(job.uri, job.kind)]
+            self._changed()
+
+    def _changed(self) -> None:
+        if self.on_change is not None and not self._closed:
+            try:
+                self.on_change()
+            except Exception:  # a listener must never break job accounting
+                log.debug("job change listener failed", exc_info=True)
 
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
@@ -341,6 +352,7 @@ class JobManager:
                 api.tokens.pop(token, None)
             if self._current.get((job.uri, job.kind)) is job:
                 del self._current[(job.uri, job.kind)]
+                self._changed()
 
     def _report_failure(self, job: Job, exc: BaseException) -> None:
         tb = "".join(traceback.format_exception(exc))

@@ -4,10 +4,12 @@
   ``workspace/applyEdit``; returns ``{"applied": bool, "reason": str | None}``.
 * ``kernellsp.showRule(code)``: the rule's text (metadata, condition, message, fix, guidance).
 * ``kernellsp.checkFile(uri)``: check the document again now (the same job as a save) and return
-  a summary: findings by severity and code, kernels, version, seconds, or ``cancelled``.
+  a summary: findings by severity and code, kernels (0-based ``line``), spec'd ``entries``, version,
+  seconds, or ``cancelled``.
 
 ``kernellsp.optimize`` and ``kernellsp.showProfile`` live with their features
-(:mod:`.optimize`, :mod:`.profile`).
+(:mod:`.optimize`, :mod:`.profile`); ``kernellsp.checkWorkspace`` and ``kernellsp.revert`` in
+:mod:`.workspace`; ``kernellsp.status`` and ``kernellsp.cancelJob`` in :mod:`.status`.
 """
 
 from __future__ import annotations
@@ -103,6 +105,8 @@ def summary(res: CheckResult) -> dict[str, Any]:
         "kernels": [{"name": k.name, "line": k.line, "hasSpec": k.has_spec,
                      "registers": k.metrics.get("registers"), "occupancyPct": k.metrics.get("occupancy_pct")}
                     for k in res.report.kernels],
+        # The spec'd entries (kernels and host launchers): what kernellsp.optimize can run.
+        "entries": list(dict.fromkeys(b.entry for b in res.report.specs)),
         "arch": res.settings.arch,
         "seconds": round(res.seconds, 3),
     }
