@@ -380,6 +380,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     if (e.affectsConfiguration('kernellsp.server')) {
       log('kernellsp.server changed: restarting the server');
       void restart();
+    } else if (e.affectsConfiguration(SECTION)) {
+      // The server applies the new settings itself; the runner or GPU host may have changed.
+      setTimeout(() => {
+        runServer(SERVER.status).then((s) => status.update(s as ServerStatus), () => undefined);
+      }, 1000);
     }
   }));
   await startClient(context);
