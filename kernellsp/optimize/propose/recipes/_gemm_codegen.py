@@ -1,0 +1,806 @@
+"""Code generation for matrix products: tiled, register-blocked fp32 GEMM and bandwidth-bound GEMV.
+
+The matmul and matvec recipes bind a user's kernel to a :class:`GemmBinding` / :class:`GemvBinding`
+(the user's own pointer and scalar names, index layouts, sizes as C expressions over the kernel's
+parameters, the epilogue expression) and call :func:`gemm_body` / :func:`gemv_body` for the new
+kernel. Nothing here reads source code: the functions are pure and testable on their own.
+
+GEMM design (fp32 SIMT; the structure of the fastest hand-written CUDA-core SGEMMs):
+
+* a block computes a ``BM x BN`` tile of C; its warps own ``WM x WN`` warp tiles; each thread owns
+  ``(WMITER*4) x (WNITER*4)`` outputs held in registers, as ``WMITER x WNITER`` sub-tiles of 4x4
+  so that every shared-memory fragment read is one 16-byte load and a warp's reads of one row
+  fall into a single 128-byte line (conflict-free or broadcast);
+* operands are staged through shared memory in ``BK``-deep slices stored k-major (``As[k][m]``,
+  ``Bs[k][n]``), whatever the global layout: a K-contiguous operand (row-major A, column-major B)
+  is transposed while being stored, with a 4-float row pad that keeps those scattered stores
+  free of bank conflicts at BK = 8 (2-way at 16) while rows stay 16-byte aligned;
+* two shared-memory stages with register prefetch: the next slice's global loads are issued
+  before the current slice's FMAs and stored after them, so one ``__syncthreads`` per slice
+  separates the stages and global latency hides behind ~BK*64 FMAs per thread;
+* global loads and C stores are 16 bytes wide where the leading dimension is a multiple of 4
+  and the base pointer is 16-byte aligned (checked at run time, once per block); otherwise, and
+  for every element of a tile that crosses M, N or K, the code falls back to scalar predicated
+  accesses with zero fill, so any size is correct (the fast path costs one uniform compare);
+* each output accumulates ``acc += a * b`` over k = 0, 1, ..., K-1 in order starting from the
+  user's own initial value, exactly as the naive loop does (nvcc contracts both to the same FFMA
+  chain), so results match the naive kernel bit for bit unless flags change contraction;
+* blocks are rasterised in groups of ``GROUP`` block rows so that consecutive blocks share A rows
+  and B columns in L2.
+
+GEMV design: one warp (or ``RPW`` warps) per output row when the reduction dimension is contiguous
+(16-byte loads, shuffle reduction), a column-split block reduction in shared memory when the output
+dimension is contiguous.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Layout = Literal["row", "col"]
+
+#: Prefix of every generated local, so that the user's names (which the epilogue uses) never clash.
+P = "kl_"
+
+VEC = 4  # floats per 16-byte access; fragments are 4 x 4 sub-tiles
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One matrix operand as the kernel addresses it.
+
+    For A (``M x K``) ``layout="row"`` means ``A[i*ld + k]`` (k contiguous), ``"col"`` means
+    ``A[i + k*ld]``; likewise for B (``K x N``: row = ``B[k*ld + j]``) and C (``M x N``).
+    ``ld`` is a C expression over the kernel's parameters, ``offset`` a constant element offset and
+    ``batch_stride`` the elements between consecutive batch items (C expressions, ``"0"`` if none).
+    """
+
+    name: str
+    layout: Layout
+    ld: str
+    offset: str = "0"
+    batch_stride: str = "0"
+
+
+@dataclass(frozen=True)
+class GemmBinding:
+    """What the user's kernel computes: ``C[i,j] = epilogue(acc, C[i,j])``, ``acc = init + sum_k A[i,k]*B[k,j]``.
+
+    ``signature`` is the kernel's declaration up to its body (as the user wrote it). ``m``, ``n``,
+    ``k`` and ``batch`` are C expressions over the parameters. ``epilogue`` is a C expression in
+    which ``{acc}`` stands for the accumulated sum and ``{c}`` for the old value of the output
+    element (e.g. ``"alpha * {acc} + beta * {c}"``, or ``"{acc}"``); ``init`` is the accumulator's
+    initial value expression (``"0.0f"``).
+    """
+
+    entry: str
+    signature: str
+    m: str
+    n: str
+    k: str
+    a: Operand
+    b: Operand
+    c: Operand
+    epilogue: str = "{acc}"
+    init: str = "0.0f"
+    batch: str | None = None
+    ctype: str = "float"
+
+
+@dataclass(frozen=True)
+class GemmTile:
+    """Tile parameters of the generated GEMM (see the module docstring)."""
+
+    bm: int = 128
+    bn: int = 128
+    bk: int = 8
+    wm: int = 64
+    wn: int = 32
+    wmiter: int = 2
+    wniter: int = 2
+    min_blocks: int = 2
+    group: int = 8
+    #: 0: two shared stages fed through registers; n >= 2: n stages fed by cp.async (sm_80+).
+    stages: int = 0
+
+    @property
+    def warps(self) -> int:
+        return (self.bm // self.wm) * (self.bn // self.wn)
+
+    @property
+    def threads(self) -> int:
+        return self.warps * 32
+
+    @property
+    def thread_rows(self) -> int:
+        return self.wmiter * VEC
+
+    @property
+    def thread_cols(self) -> int:
+        return self.wniter * VEC
+
+    def smem_bytes(self, a_layout: Layout = "row", b_layout: Layout = "row") -> int:
+        pa, pb = _pads(a_layout, b_layout)
+        return max(2, self.stages) * self.bk * ((self.bm + pa) + (self.bn + pb)) * 4
+
+    def problems(self, a_layout: Layout = "row", b_layout: Layout = "row") -> list[str]:
+        """Why these parameters cannot generate a kernel (empty when they can)."""
+        out: list[str] = []
+        if self.bm % self.wm or self.bn % self.wn:
+            out.append(f"block tile {self.bm}x{self.bn} is not a multiple of warp tile {self.wm}x{self.wn}")
+            return out
+        if self.wm % self.thread_rows or self.wn % self.thread_cols:
+            out.append(f"warp tile {self.wm}x{self.wn} is not a multiple of the thread sub-tiles")
+            return out
+        lanes = (self.wm // self.thread_rows) * (self.wn // self.thread_cols)
+        if lanes != 32:
+            out.append(f"warp tile {self.wm}x{self.wn} with {self.thread_rows}x{self.thread_cols} outputs per "
+                       f"thread needs {lanes} lanes, not 32")  # fmt: skip
+        if self.bk % VEC:
+            out.append(f"BK={self.bk} is not a multiple of 4")
+        if self.threads > 1024:
+            out.append(f"{self.threads} threads per block exceed 1024")
+        for what, rows in (("A", self.bm), ("B", self.bn)):
+            if (rows * self.bk // VEC) % self.threads:
+                out.append(f"the {what} slice ({rows}x{self.bk}) does not split into 16-byte loads evenly over "
+                           f"{self.threads} threads")  # fmt: skip
+        if self.smem_bytes(a_layout, b_layout) > 48 * 1024:
+            out.append(f"{self.smem_bytes(a_layout, b_layout)} bytes of static shared memory exceed 48 KB")
+        if self.group < 1:
+            out.append("GROUP must be at least 1")
+        if self.stages == 1 or self.stages < 0 or self.stages > 8:
+            out.append(f"stages={self.stages}: use 0 (register prefetch) or 2..8 cp.async stages")
+        return out
+
+
+def _pads(a_layout: Layout, b_layout: Layout) -> tuple[int, int]:
+    # A row-major and B column-major are transposed into shared memory (scattered 4-byte stores):
+    # pad those rows by 4 floats. The others are stored with 16-byte vectors, conflict-free unpadded.
+    return (4 if a_layout == "row" else 0), (4 if b_layout == "col" else 0)
+
+
+def launch_bounds(signature: str, threads: int, min_blocks: int) -> str:
+    """``signature`` with ``__launch_bounds__(threads, min_blocks)`` (replacing an existing one)."""
+    import re
+
+    lb = f"__launch_bounds__({threads}, {min_blocks})" if min_blocks > 0 else f"__launch_bounds__({threads})"
+    if "__launch_bounds__" in signature:
+        return re.sub(r"__launch_bounds__\s*\([^)]*\)", lb, signature, count=1)
+    return re.sub(r"\b__global__\b", f"__global__ {lb}", signature, count=1)
+
+
+def _expr(e: str) -> str:
+    return f"({e})"
+
+
+class _W:
+    """An indenting line writer."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.level = 1
+
+    def __call__(self, line: str = "") -> None:
+        self.lines.append(("    " * self.level + line) if line else "")
+
+    def open(self, line: str) -> None:
+        self(line + " {")
+        self.level += 1
+
+    def close(self, tail: str = "") -> None:
+        self.level -= 1
+        self("}" + tail)
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+def gemm_body(b: GemmBinding, t: GemmTile) -> str:
+    """The complete definition of ``b.entry`` computing ``b``'s product with tile ``t``.
+
+    Raises ``ValueError`` naming the problem when ``t`` does not fit (see :meth:`GemmTile.problems`).
+    """
+    probs = t.problems(b.a.layout, b.b.layout)
+    if probs:
+        raise ValueError("; ".join(probs))
+    pa, pb = _pads(b.a.layout, b.b.layout)
+    nt = t.threads
+    w = _W()
+    sig = launch_bounds(b.signature, nt, t.min_blocks)
+    w.level = 0
+    w(sig)
+    w("{")
+    w.level = 1
+    c_text = "C[i,j] = " + b.epilogue.format(acc="sum_k A[i,k]*B[k,j]", c="C[i,j]")
+    w(
+        f"// kernellsp matmul recipe: {c_text}; A {b.a.layout}-major, B {b.b.layout}-major, C {b.c.layout}-major."
+    )
+    w(f"// {t.bm}x{t.bn} block tile in {t.bk}-deep slices, {t.wm}x{t.wn} warp tiles, "
+      f"{t.thread_rows}x{t.thread_cols} outputs per thread in registers,")  # fmt: skip
+    feed = (
+        "two shared-memory stages with register prefetch" if t.stages == 0 else f"{t.stages} cp.async stages"
+    )
+    w(f"// {feed}, 16-byte accesses where aligned, predicated edges.")
+    w(f"constexpr int {P}BM = {t.bm}, {P}BN = {t.bn}, {P}BK = {t.bk};")
+    w(f"constexpr int {P}WM = {t.wm}, {P}WN = {t.wn}, {P}WMITER = {t.wmiter}, {P}WNITER = {t.wniter};")
+    w(f"constexpr int {P}WSUBM = {P}WM / {P}WMITER, {P}WSUBN = {P}WN / {P}WNITER;")
+    w(f"constexpr int {P}LANES_N = {P}WSUBN / 4;  // lanes across a warp sub-tile's columns")
+    w(f"constexpr int {P}PA = {pa}, {P}PB = {pb};  // row pads of the transposed operands (bank conflicts)")
+    w(f"constexpr int {P}NT = {nt};")
+    ns = max(2, t.stages)
+    w(f"__shared__ __align__(16) float {P}As[{ns}][{P}BK][{P}BM + {P}PA];")
+    w(f"__shared__ __align__(16) float {P}Bs[{ns}][{P}BK][{P}BN + {P}PB];")
+    w(f"const int {P}M = (int){_expr(b.m)};")
+    w(f"const int {P}N = (int){_expr(b.n)};")
+    w(f"const int {P}K = (int){_expr(b.k)};")
+    for op in (b.a, b.b, b.c):
+        w(f"const long long {P}ld{_tag(op, b)} = (long long){_expr(op.ld)};")
+    w(f"const int {P}tid = threadIdx.x;")
+    w(f"const int {P}warp = {P}tid / 32, {P}lane = {P}tid % 32;")
+    # Rasterisation: GROUP block rows share B columns while walking N (L2 reuse of both operands).
+    w("// Grouped rasterisation: consecutive blocks walk GROUP block rows before moving right (L2 reuse).")
+    w(f"const int {P}npm = (int)gridDim.y, {P}npn = (int)gridDim.x;")
+    w(f"const int {P}pid = (int)blockIdx.y * {P}npn + (int)blockIdx.x;")
+    w(f"const int {P}in_group = {t.group} * {P}npn;")
+    w(f"const int {P}first_m = ({P}pid / {P}in_group) * {t.group};")
+    w(f"const int {P}group_m = min({P}npm - {P}first_m, {t.group});")
+    w(f"const int {P}m0 = ({P}first_m + ({P}pid % {P}in_group) % {P}group_m) * {P}BM;")
+    w(f"const int {P}n0 = (({P}pid % {P}in_group) / {P}group_m) * {P}BN;")
+    w(f"const int {P}wm0 = ({P}warp / ({P}BN / {P}WN)) * {P}WM;")
+    w(f"const int {P}wn0 = ({P}warp % ({P}BN / {P}WN)) * {P}WN;")
+    w(f"const int {P}tm = ({P}lane / {P}LANES_N) * 4, {P}tn = ({P}lane % {P}LANES_N) * 4;")
+    if b.batch is not None:
+        w(f"const int {P}nbatch = (int){_expr(b.batch)};")
+        w.open(f"for (int {P}z = (int)blockIdx.z; {P}z < {P}nbatch; {P}z += (int)gridDim.z)")
+        zb = f"(long long){P}z * "
+    else:
+        zb = None
+    # Operand base pointers at this block's tile (64-bit offsets: M*K may exceed 2^31).
+    a_t, b_t, c_t = (_tag(op, b) for op in (b.a, b.b, b.c))
+    for op, tag in ((b.a, a_t), (b.b, b_t)):
+        off = _expr(op.offset) if op.offset != "0" else ""
+        parts = [
+            p for p in (off, (zb + _expr(op.batch_stride)) if zb and op.batch_stride != "0" else "") if p
+        ]
+        base = f"{op.name}" + "".join(f" + {p}" for p in parts)
+        w(f"const float* {P}{tag} = {base};")
+    off = _expr(b.c.offset) if b.c.offset != "0" else ""
+    parts = [p for p in (off, (zb + _expr(b.c.batch_stride)) if zb and b.c.batch_stride != "0" else "") if p]
+    w(f"{_c_ptr_type(b)} {P}{c_t} = {b.c.name}" + "".join(f" + {p}" for p in parts) + ";")
+    # 16-byte accesses need a 16-byte aligned base and a leading dimension that keeps rows aligned.
+    for tag in (a_t, b_t, c_t):
+        w(f"const bool {P}vec{tag} = ((reinterpret_cast<unsigned long long>({P}{tag}) & 15ull) == 0) && "
+          f"({P}ld{tag} % 4 == 0);")  # fmt: skip
+    # Accumulators.
+    rm, rn = t.thread_rows, t.thread_cols
+    w(f"float {P}acc[{rm}][{rn}];")
+    w("#pragma unroll")
+    w(f"for (int {P}r = 0; {P}r < {rm}; ++{P}r)")
+    w("#pragma unroll")
+    w(f"    for (int {P}c = 0; {P}c < {rn}; ++{P}c) {P}acc[{P}r][{P}c] = {b.init};")
+    w(f"const int {P}ntiles = ({P}K + {P}BK - 1) / {P}BK;")
+    if t.stages == 0:
+        _mainloop_regs(w, b, t, a_t, b_t)
+    else:
+        _mainloop_async(w, b, t, a_t, b_t)
+    _emit_epilogue(w, b, t, c_t)
+    if b.batch is not None:
+        w("__syncthreads();  // the next batch item reuses the shared stages")
+        w.close()
+    w.level = 0
+    w("}")
+    return w.text() + "\n"
+
+
+def _mainloop_regs(w: _W, b: GemmBinding, t: GemmTile, a_t: str, b_t: str) -> None:
+    """Two shared stages; the next slice goes global -> registers before the FMAs, registers -> shared after."""
+    nt = t.threads
+    la = t.bm * t.bk // VEC // nt
+    lb_ = t.bn * t.bk // VEC // nt
+    w(f"float4 {P}ra[{la}], {P}rb[{lb_}];")
+    # Prologue: slice 0 into stage 0.
+    _emit_load(w, "A", b.a, a_t, t, la, nt, "0")
+    _emit_load(w, "B", b.b, b_t, t, lb_, nt, "0")
+    _emit_store(w, "A", b.a, t, la, nt, "0")
+    _emit_store(w, "B", b.b, t, lb_, nt, "0")
+    w("__syncthreads();")
+    w.open(f"for (int {P}t = 0; {P}t < {P}ntiles; ++{P}t)")
+    w(f"const int {P}cur = {P}t & 1;")
+    w(f"const bool {P}more = {P}t + 1 < {P}ntiles;")
+    w.open(f"if ({P}more)")
+    w("// The next slice's global loads are in flight during the FMAs below.")
+    _emit_load(w, "A", b.a, a_t, t, la, nt, f"({P}t + 1) * {P}BK")
+    _emit_load(w, "B", b.b, b_t, t, lb_, nt, f"({P}t + 1) * {P}BK")
+    w.close()
+    _emit_compute(w, t, f"{P}cur")
+    w.open(f"if ({P}more)")
+    _emit_store(w, "A", b.a, t, la, nt, f"{P}cur ^ 1")
+    _emit_store(w, "B", b.b, t, lb_, nt, f"{P}cur ^ 1")
+    w.close()
+    w("__syncthreads();")
+    w.close()
+
+
+def _mainloop_async(w: _W, b: GemmBinding, t: GemmTile, a_t: str, b_t: str) -> None:
+    """``stages`` shared stages filled by cp.async (zero-fill past the edges), STAGES-1 slices in flight."""
+    st = t.stages
+    w(f"// {st}-stage cp.async pipeline: slices t+1..t+{st - 1} are in flight while slice t is multiplied.")
+    w("#pragma unroll")
+    w.open(f"for (int {P}s = 0; {P}s < {st - 1}; ++{P}s)")
+    w.open(f"if ({P}s < {P}ntiles)")
+    _emit_async(w, "A", b.a, a_t, t, f"{P}s * {P}BK", f"{P}s")
+    _emit_async(w, "B", b.b, b_t, t, f"{P}s * {P}BK", f"{P}s")
+    w.close()
+    w('asm volatile("cp.async.commit_group;\\n" ::: "memory");')
+    w.close()
+    w(f"int {P}rs = 0, {P}ws = {st - 1};")
+    w.open(f"for (int {P}t = 0; {P}t < {P}ntiles; ++{P}t)")
+    w(
+        f'asm volatile("cp.async.wait_group {st - 2};\\n" ::: "memory");  // slice t has landed (this thread\'s copies)'
+    )
+    w("__syncthreads();  // ...and everyone's; the stage written below was last read in iteration t-1")
+    w.open(f"if ({P}t + {st - 1} < {P}ntiles)")
+    _emit_async(w, "A", b.a, a_t, t, f"({P}t + {st - 1}) * {P}BK", f"{P}ws")
+    _emit_async(w, "B", b.b, b_t, t, f"({P}t + {st - 1}) * {P}BK", f"{P}ws")
+    w.close()
+    w('asm volatile("cp.async.commit_group;\\n" ::: "memory");')
+    _emit_compute(w, t, f"{P}rs")
+    w(f"{P}rs = {P}rs + 1 == {st} ? 0 : {P}rs + 1;")
+    w(f"{P}ws = {P}ws + 1 == {st} ? 0 : {P}ws + 1;")
+    w.close()
+    w('asm volatile("cp.async.wait_group 0;\\n" ::: "memory");')
+    w("__syncthreads();")
+
+
+def _emit_compute(w: _W, t: GemmTile, stage: str) -> None:
+    """The FMAs of one BK slice from shared stage ``stage``: 16-byte fragment loads, outer products."""
+    rm, rn = t.thread_rows, t.thread_cols
+    w("#pragma unroll")
+    w.open(f"for (int {P}kk = 0; {P}kk < {P}BK; ++{P}kk)")
+    w(f"float {P}fa[{rm}], {P}fb[{rn}];")
+    w("#pragma unroll")
+    w.open(f"for (int {P}i = 0; {P}i < {P}WMITER; ++{P}i)")
+    w(
+        f"const float4 {P}v = *reinterpret_cast<const float4*>(&{P}As[{stage}][{P}kk][{P}wm0 + {P}i * {P}WSUBM + {P}tm]);"
+    )
+    w(f"{P}fa[{P}i * 4 + 0] = {P}v.x; {P}fa[{P}i * 4 + 1] = {P}v.y; {P}fa[{P}i * 4 + 2] = {P}v.z; "
+      f"{P}fa[{P}i * 4 + 3] = {P}v.w;")  # fmt: skip
+    w.close()
+    w("#pragma unroll")
+    w.open(f"for (int {P}j = 0; {P}j < {P}WNITER; ++{P}j)")
+    w(
+        f"const float4 {P}v = *reinterpret_cast<const float4*>(&{P}Bs[{stage}][{P}kk][{P}wn0 + {P}j * {P}WSUBN + {P}tn]);"
+    )
+    w(f"{P}fb[{P}j * 4 + 0] = {P}v.x; {P}fb[{P}j * 4 + 1] = {P}v.y; {P}fb[{P}j * 4 + 2] = {P}v.z; "
+      f"{P}fb[{P}j * 4 + 3] = {P}v.w;")  # fmt: skip
+    w.close()
+    w("#pragma unroll")
+    w(f"for (int {P}r = 0; {P}r < {rm}; ++{P}r)")
+    w("#pragma unroll")
+    w(f"    for (int {P}c = 0; {P}c < {rn}; ++{P}c) {P}acc[{P}r][{P}c] += {P}fa[{P}r] * {P}fb[{P}c];")
+    w.close()
+
+
+def _emit_async(w: _W, which: str, op: Operand, tag: str, t: GemmTile, k0: str, stage: str) -> None:
+    """cp.async one operand's BK slice into shared stage ``stage``; out-of-range elements are zero-filled.
+
+    A K-contiguous operand is transposed on the way (4-byte copies); the other moves in 16-byte
+    copies when aligned (a partial vector at the edge copies its valid bytes, cp.async zero-fills
+    the rest), else in 4-byte copies. An out-of-range source is replaced by the operand's base
+    pointer with a source size of 0: nothing is read from it.
+    """
+    nt = t.threads
+    rows = t.bm if which == "A" else t.bn
+    outer0 = f"{P}m0" if which == "A" else f"{P}n0"
+    outer_n = f"{P}M" if which == "A" else f"{P}N"
+    along_k = (which == "A" and op.layout == "row") or (which == "B" and op.layout == "col")
+    arr = f"{P}As" if which == "A" else f"{P}Bs"
+    ld = f"{P}ld{tag}"
+    ptr = f"{P}{tag}"
+    cp4 = ('asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\\n" :: '
+           '"r"((unsigned)__cvta_generic_to_shared({dst})), "l"({src}), "r"({n}));')  # fmt: skip
+    cp16 = ('asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\\n" :: '
+            '"r"((unsigned)__cvta_generic_to_shared({dst})), "l"({src}), "r"({n}));')  # fmt: skip
+    w("#pragma unroll")
+    if along_k:
+        per = rows * t.bk // nt
+        w.open(f"for (int {P}l = 0; {P}l < {per}; ++{P}l)")
+        w(f"const int {P}e = {P}tid + {P}l * {nt};")
+        w(f"const int {P}o = {P}e / {P}BK, {P}kq = {P}e % {P}BK;")
+        w(f"const int {P}go = {outer0} + {P}o, {P}gk = {k0} + {P}kq;")
+        w(f"const bool {P}ok = {P}go < {outer_n} && {P}gk < {P}K;")
+        w(f"const float* {P}src = {P}ok ? {ptr} + (long long){P}go * {ld} + {P}gk : {ptr};")
+        w(cp4.format(dst=f"&{arr}[{stage}][{P}kq][{P}o]", src=f"{P}src", n=f"{P}ok ? 4 : 0"))
+        w.close()
+        return
+    per = rows * t.bk // VEC // nt
+    w.open(f"for (int {P}l = 0; {P}l < {per}; ++{P}l)")
+    w(f"const int {P}v = {P}tid + {P}l * {nt};")
+    w(f"const int {P}kq = {P}v / ({rows} / 4), {P}o = ({P}v % ({rows} / 4)) * 4;")
+    w(f"const int {P}go = {outer0} + {P}o, {P}gk = {k0} + {P}kq;")
+    w.open(f"if ({P}vec{tag})")
+    w(f"const int {P}n = {P}gk < {P}K ? max(0, min(4, {outer_n} - {P}go)) : 0;")
+    w(f"const float* {P}src = {P}n > 0 ? {ptr} + (long long){P}gk * {ld} + {P}go : {ptr};")
+    w(cp16.format(dst=f"&{arr}[{stage}][{P}kq][{P}o]", src=f"{P}src", n=f"{P}n * 4"))
+    w.close()
+    w.open("else")
+    w("#pragma unroll")
+    w.open(f"for (int {P}q = 0; {P}q < 4; ++{P}q)")
+    w(f"const bool {P}ok = {P}gk < {P}K && {P}go + {P}q < {outer_n};")
+    w(f"const float* {P}src = {P}ok ? {ptr} + (long long){P}gk * {ld} + {P}go + {P}q : {ptr};")
+    w(cp4.format(dst=f"&{arr}[{stage}][{P}kq][{P}o + {P}q]", src=f"{P}src", n=f"{P}ok ? 4 : 0"))
+    w.close()
+    w.close()
+    w.close()
+
+
+def _tag(op: Operand, b: GemmBinding) -> str:
+    return "A" if op is b.a else ("B" if op is b.b else "C")
+
+
+def _c_ptr_type(b: GemmBinding) -> str:
+    return "float*"
+
+
+def _emit_load(w: _W, which: str, op: Operand, tag: str, t: GemmTile, per: int, nt: int, k0: str) -> None:
+    """Global -> registers for one operand's BK slice starting at ``k0``, zero-filled outside the matrix."""
+    # Logical coordinates: A is (row m, depth k), B is (depth k, col n). "outer" is m or n.
+    outer0 = f"{P}m0" if which == "A" else f"{P}n0"
+    outer_n = f"{P}M" if which == "A" else f"{P}N"
+    rows = t.bm if which == "A" else t.bn
+    # Contiguous along k (row-major A / column-major B): vectors run along k.
+    along_k = (which == "A" and op.layout == "row") or (which == "B" and op.layout == "col")
+    ld = f"{P}ld{tag}"
+    ptr = f"{P}{tag}"
+    w("#pragma unroll")
+    w.open(f"for (int {P}l = 0; {P}l < {per}; ++{P}l)")
+    w(f"const int {P}v = {P}tid + {P}l * {nt};")
+    if along_k:
+        w(f"const int {P}o = {P}v / ({P}BK / 4), {P}kq = ({P}v % ({P}BK / 4)) * 4;")
+        w(f"const int {P}go = {outer0} + {P}o, {P}gk = {k0} + {P}kq;")
+        w(f"const float* {P}p = {ptr} + (long long){P}go * {ld} + {P}gk;")
+        w(f"if ({P}vec{tag} && {P}go < {outer_n} && {P}gk + 3 < {P}K) {P}r{tag.lower()}[{P}l] = "
+          f"*reinterpret_cast<const float4*>({P}p);")  # fmt: skip
+        w.open("else")
+        w(f"const bool {P}in = {P}go < {outer_n};")
+        comps = "xyzw"
+        for q in range(4):
+            w(f"{P}r{tag.lower()}[{P}l].{comps[q]} = ({P}in && {P}gk + {q} < {P}K) ? {P}p[{q}] : 0.0f;")
+        w.close()
+    else:
+        w(f"const int {P}kq = {P}v / ({rows} / 4), {P}o = ({P}v % ({rows} / 4)) * 4;")
+        w(f"const int {P}go = {outer0} + {P}o, {P}gk = {k0} + {P}kq;")
+        w(f"const float* {P}p = {ptr} + (long long){P}gk * {ld} + {P}go;")
+        w(f"if ({P}vec{tag} && {P}gk < {P}K && {P}go + 3 < {outer_n}) {P}r{tag.lower()}[{P}l] = "
+          f"*reinterpret_cast<const float4*>({P}p);")  # fmt: skip
+        w.open("else")
+        w(f"const bool {P}in = {P}gk < {P}K;")
+        comps = "xyzw"
+        for q in range(4):
+            w(f"{P}r{tag.lower()}[{P}l].{comps[q]} = ({P}in && {P}go + {q} < {outer_n}) ? {P}p[{q}] : 0.0f;")
+        w.close()
+    w.close()
+
+
+def _emit_store(w: _W, which: str, op: Operand, t: GemmTile, per: int, nt: int, buf: str) -> None:
+    """Registers -> the k-major shared stage ``buf``."""
+    rows = t.bm if which == "A" else t.bn
+    along_k = (which == "A" and op.layout == "row") or (which == "B" and op.layout == "col")
+    arr = f"{P}As" if which == "A" else f"{P}Bs"
+    reg = f"{P}r{which.lower()}"
+    w("#pragma unroll")
+    w.open(f"for (int {P}l = 0; {P}l < {per}; ++{P}l)")
+    w(f"const int {P}v = {P}tid + {P}l * {nt};")
+    if along_k:
+        w(f"const int {P}o = {P}v / ({P}BK / 4), {P}kq = ({P}v % ({P}BK / 4)) * 4;")
+        w(f"{arr}[{buf}][{P}kq + 0][{P}o] = {reg}[{P}l].x;")
+        w(f"{arr}[{buf}][{P}kq + 1][{P}o] = {reg}[{P}l].y;")
+        w(f"{arr}[{buf}][{P}kq + 2][{P}o] = {reg}[{P}l].z;")
+        w(f"{arr}[{buf}][{P}kq + 3][{P}o] = {reg}[{P}l].w;")
+    else:
+        w(f"const int {P}kq = {P}v / ({rows} / 4), {P}o = ({P}v % ({rows} / 4)) * 4;")
+        w(f"*reinterpret_cast<float4*>(&{arr}[{buf}][{P}kq][{P}o]) = {reg}[{P}l];")
+    w.close()
+
+
+def _emit_epilogue(w: _W, b: GemmBinding, t: GemmTile, c_t: str) -> None:
+    """Write the thread's outputs through the user's epilogue; 16-byte stores along C's contiguous dimension."""
+    ld = f"{P}ld{c_t}"
+    ptr = f"{P}{c_t}"
+    uses_c = "{c}" in b.epilogue
+    comps = "xyzw"
+    w("// Epilogue: the user's own output expression, element by element.")
+    w("#pragma unroll")
+    w.open(f"for (int {P}i = 0; {P}i < {P}WMITER; ++{P}i)")
+    w("#pragma unroll")
+    w.open(f"for (int {P}j = 0; {P}j < {P}WNITER; ++{P}j)")
+    w(f"const int {P}gi = {P}m0 + {P}wm0 + {P}i * {P}WSUBM + {P}tm;")
+    w(f"const int {P}gj = {P}n0 + {P}wn0 + {P}j * {P}WSUBN + {P}tn;")
+    if b.c.layout == "row":
+        # Each of the 4 rows holds 4 consecutive columns: one float4 per row.
+        w("#pragma unroll")
+        w.open(f"for (int {P}r = 0; {P}r < 4; ++{P}r)")
+        w(f"const int {P}row = {P}gi + {P}r;")
+        w(f"if ({P}row >= {P}M) continue;")
+        w(f"float* {P}p = {ptr} + (long long){P}row * {ld} + {P}gj;")
+        accs = [f"{P}acc[{P}i * 4 + {P}r][{P}j * 4 + {q}]" for q in range(4)]
+        inner_n, inner = f"{P}N", f"{P}gj"
+    else:
+        w("#pragma unroll")
+        w.open(f"for (int {P}r = 0; {P}r < 4; ++{P}r)")
+        w(f"const int {P}col = {P}gj + {P}r;")
+        w(f"if ({P}col >= {P}N) continue;")
+        w(f"float* {P}p = {ptr} + (long long){P}col * {ld} + {P}gi;")
+        accs = [f"{P}acc[{P}i * 4 + {q}][{P}j * 4 + {P}r]" for q in range(4)]
+        inner_n, inner = f"{P}M", f"{P}gi"
+    w.open(f"if ({P}vec{c_t} && {inner} + 3 < {inner_n})")
+    if uses_c:
+        w(f"const float4 {P}old = *reinterpret_cast<const float4*>({P}p);")
+    w(f"float4 {P}out;")
+    for q in range(4):
+        expr = b.epilogue.format(acc=accs[q], c=f"{P}old.{comps[q]}")
+        w(f"{P}out.{comps[q]} = {expr};")
+    w(f"*reinterpret_cast<float4*>({P}p) = {P}out;")
+    w.close()
+    w.open("else")
+    for q in range(4):
+        expr = b.epilogue.format(acc=accs[q], c=f"{P}p[{q}]")
+        w(f"if ({inner} + {q} < {inner_n}) {P}p[{q}] = {expr};")
+    w.close()
+    w.close()
+    w.close()
+    w.close()
+
+
+# --------------------------------------------------------------------------------------------------
+# Launch
+
+
+def gemm_launch(t: GemmTile, m_spec: str, n_spec: str, batch_spec: str | None) -> dict[str, object]:
+    """The spec ``launch`` table (grid, block) for tile ``t``, with M, N, batch as spec expressions."""
+    grid: list[object] = [f"ceil_div({n_spec}, {t.bn})", f"ceil_div({m_spec}, {t.bm})"]
+    if batch_spec is not None:
+        grid.append(f"min({batch_spec}, 65535)")
+    return {"grid": grid, "block": t.threads}
+
+
+# --------------------------------------------------------------------------------------------------
+# GEMV
+
+
+@dataclass(frozen=True)
+class GemvBinding:
+    """``y[i] = epilogue(acc, y[i])``, ``acc = init + sum_j A[i,j] * x[j]`` for i < m, j < n.
+
+    ``a.layout`` "row": ``A[i*ld + j]`` (the reduction runs along contiguous memory, a warp per row);
+    "col": ``A[i + j*ld]`` (outputs are contiguous; the block splits j and reduces in shared memory).
+    ``x_stride``/``y_stride`` are the element strides of x and y (C expressions, usually ``"1"``).
+    """
+
+    entry: str
+    signature: str
+    m: str
+    n: str
+    a: Operand
+    x: str
+    y: str
+    x_stride: str = "1"
+    y_stride: str = "1"
+    epilogue: str = "{acc}"
+    init: str = "0.0f"
+    batch: str | None = None
+    x_batch_stride: str = "0"
+    y_batch_stride: str = "0"
+
+
+@dataclass(frozen=True)
+class GemvTile:
+    """Row layout: ``warps`` warps per block, one row per warp, ``unroll`` 16-byte loads in flight per lane.
+
+    Column layout: ``cols_per_block`` outputs per block, 4 per thread (16-byte loads along the
+    contiguous output dimension), ``splits`` thread groups splitting the reduction dimension.
+    """
+
+    warps: int = 8
+    unroll: int = 4
+    cols_per_block: int = 32
+    splits: int = 32
+
+    @property
+    def threads(self) -> int:
+        return self.warps * 32
+
+
+def gemv_launch(t: GemvTile, layout: Layout, m_spec: str, batch_spec: str | None) -> dict[str, object]:
+    """The spec ``launch`` for :func:`gemv_body`'s kernel."""
+    if layout == "row":
+        grid: list[object] = [f"min(ceil_div({m_spec}, {t.warps}), 65535)"]
+        block = t.threads
+    else:
+        grid = [f"min(ceil_div({m_spec}, {t.cols_per_block}), 65535)"]
+        block = (t.cols_per_block // 4) * t.splits
+    if batch_spec is not None:
+        grid += [1, f"min({batch_spec}, 65535)"]
+    return {"grid": grid, "block": block}
+
+
+def gemv_problems(t: GemvTile, layout: Layout) -> list[str]:
+    out = []
+    if layout == "row":
+        if not 1 <= t.warps <= 32:
+            out.append(f"{t.warps} warps per block is out of range")
+        if t.unroll not in (1, 2, 4, 8):
+            out.append(f"unroll {t.unroll} is not 1, 2, 4 or 8")
+    else:
+        if t.cols_per_block not in (32, 64, 128, 256):
+            # 8 lanes x 16 bytes is one 128-byte line per reduction step: fewer would waste sectors.
+            out.append(f"{t.cols_per_block} outputs per block is not 32, 64, 128 or 256")
+        threads = (t.cols_per_block // 4) * t.splits
+        if threads > 1024 or t.splits < 1:
+            out.append(f"{threads} threads per block exceed 1024")
+    return out
+
+
+def gemv_body(b: GemvBinding, t: GemvTile) -> str:
+    """The complete definition of ``b.entry`` computing ``b``'s matrix-vector product.
+
+    The reduction order differs from the naive loop (a tree of partial sums), so the result matches
+    it within fp32 rounding of a K-term sum, not bit for bit; the spec's tolerance decides.
+    """
+    probs = gemv_problems(t, b.a.layout)
+    if probs:
+        raise ValueError("; ".join(probs))
+    threads = t.threads if b.a.layout == "row" else (t.cols_per_block // 4) * t.splits
+    w = _W()
+    w.level = 0
+    # Enough resident blocks for 32 warps per SM: a streaming kernel needs loads in flight, not registers.
+    w(launch_bounds(b.signature, threads, 0))
+    w("{")
+    w.level = 1
+    w(f"const int {P}M = (int){_expr(b.m)};")
+    w(f"const int {P}N = (int){_expr(b.n)};")
+    w(f"const long long {P}lda = (long long){_expr(b.a.ld)};")
+    w(f"const long long {P}xs = (long long){_expr(b.x_stride)}, {P}ys = (long long){_expr(b.y_stride)};")
+    if b.batch is not None:
+        w(f"const int {P}nbatch = (int){_expr(b.batch)};")
+        w.open(f"for (int {P}z = (int)blockIdx.z; {P}z < {P}nbatch; {P}z += (int)gridDim.z)")
+        zb = f"(long long){P}z * "
+    else:
+        zb = None
+
+    def based(name: str, offset: str, bstride: str, const: bool) -> None:
+        parts = [p for p in ((_expr(offset) if offset != "0" else ""),
+                             (zb + _expr(bstride)) if zb and bstride != "0" else "") if p]  # fmt: skip
+        q = "const float*" if const else "float*"
+        w(
+            f"{q} {P}{name} = {getattr(b, name) if name != 'a' else b.a.name}"
+            + "".join(f" + {p}" for p in parts)
+            + ";"
+        )
+
+    based("a", b.a.offset, b.a.batch_stride, True)
+    based("x", "0", b.x_batch_stride, True)
+    based("y", "0", b.y_batch_stride, False)
+    if b.a.layout == "row":
+        _gemv_rows(w, b, t)
+    else:
+        _gemv_cols(w, b, t)
+    if b.batch is not None:
+        w.close()
+    w.level = 0
+    w("}")
+    return w.text() + "\n"
+
+
+def _gemv_rows(w: _W, b: GemvBinding, t: GemvTile) -> None:
+    w("// kernellsp matvec recipe (row-major A): one warp per output row, 16-byte loads of the row and of x,")
+    w(f"// {t.unroll} loads in flight per lane, a shuffle reduction, the user's epilogue on lane 0.")
+    w(f"const int {P}lane = threadIdx.x % 32;")
+    w(f"const bool {P}vec = ((reinterpret_cast<unsigned long long>({P}a) & 15ull) == 0) && ({P}lda % 4 == 0) && "
+      f"((reinterpret_cast<unsigned long long>({P}x) & 15ull) == 0) && ({P}xs == 1);")  # fmt: skip
+    w.open(f"for (int {P}row = (int)(blockIdx.x * {t.warps} + threadIdx.x / 32); {P}row < {P}M; "
+           f"{P}row += (int)gridDim.x * {t.warps})")  # fmt: skip
+    w(f"const float* {P}ar = {P}a + (long long){P}row * {P}lda;")
+    w(f"float {P}s = 0.0f;")
+    w.open(f"if ({P}vec)")
+    w(f"const int {P}n4 = {P}N / 4;")
+    w(f"const float4* {P}a4 = reinterpret_cast<const float4*>({P}ar);")
+    w(f"const float4* {P}x4 = reinterpret_cast<const float4*>({P}x);")
+    w(f"int {P}q = {P}lane;")
+    w(f"for (; {P}q + {(t.unroll - 1) * 32} < {P}n4; {P}q += {t.unroll * 32})")
+    w.open("")
+    w(f"float4 {P}va[{t.unroll}], {P}vx[{t.unroll}];")
+    w("#pragma unroll")
+    w(f"for (int {P}u = 0; {P}u < {t.unroll}; ++{P}u) {{ {P}va[{P}u] = __ldg({P}a4 + {P}q + {P}u * 32); "
+      f"{P}vx[{P}u] = __ldg({P}x4 + {P}q + {P}u * 32); }}")  # fmt: skip
+    w("#pragma unroll")
+    w(f"for (int {P}u = 0; {P}u < {t.unroll}; ++{P}u) {P}s += {P}va[{P}u].x * {P}vx[{P}u].x + "
+      f"{P}va[{P}u].y * {P}vx[{P}u].y + {P}va[{P}u].z * {P}vx[{P}u].z + {P}va[{P}u].w * {P}vx[{P}u].w;")  # fmt: skip
+    w.close()
+    w(f"for (; {P}q < {P}n4; {P}q += 32) {{ const float4 {P}va = __ldg({P}a4 + {P}q), {P}vx = __ldg({P}x4 + {P}q); "
+      f"{P}s += {P}va.x * {P}vx.x + {P}va.y * {P}vx.y + {P}va.z * {P}vx.z + {P}va.w * {P}vx.w; }}")  # fmt: skip
+    w(f"for (int {P}j = {P}n4 * 4 + {P}lane; {P}j < {P}N; {P}j += 32) {P}s += {P}ar[{P}j] * {P}x[{P}j];")
+    w.close()
+    w(
+        f"else for (int {P}j = {P}lane; {P}j < {P}N; {P}j += 32) {P}s += {P}ar[{P}j] * {P}x[(long long){P}j * {P}xs];"
+    )
+    w("#pragma unroll")
+    w(f"for (int {P}o = 16; {P}o > 0; {P}o >>= 1) {P}s += __shfl_xor_sync(0xffffffffu, {P}s, {P}o);")
+    w.open(f"if ({P}lane == 0)")
+    w(f"const float {P}acc = {b.init} + {P}s;")
+    w(f"float* {P}py = {P}y + (long long){P}row * {P}ys;")
+    w(f"*{P}py = {b.epilogue.format(acc=f'{P}acc', c=f'(*{P}py)')};")
+    w.close()
+    w.close()
+
+
+def _gemv_cols(w: _W, b: GemvBinding, t: GemvTile) -> None:
+    cols = t.cols_per_block
+    lanes = cols // 4
+    w(
+        "// kernellsp matvec recipe (column-major A): each thread owns 4 consecutive outputs (16-byte loads along"
+    )
+    w(
+        f"// the contiguous dimension), {t.splits} thread groups split the reduction, partial sums meet in shared memory."
+    )
+    w(f"__shared__ float4 {P}part[{t.splits}][{lanes}];")
+    w(f"const int {P}c = threadIdx.x % {lanes}, {P}g = threadIdx.x / {lanes};")
+    w(
+        f"const bool {P}vec = ((reinterpret_cast<unsigned long long>({P}a) & 15ull) == 0) && ({P}lda % 4 == 0);"
+    )
+    w.open(f"for (int {P}i0 = (int)blockIdx.x * {cols}; {P}i0 < {P}M; {P}i0 += (int)gridDim.x * {cols})")
+    w(f"const int {P}i = {P}i0 + {P}c * 4;")
+    w(f"float4 {P}s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);")
+    w.open(f"if ({P}vec && {P}i + 3 < {P}M)")
+    u = t.unroll
+    w(f"int {P}j = {P}g;")
+    w.open(f"for (; {P}j + {(u - 1) * t.splits} < {P}N; {P}j += {u * t.splits})")
+    w(f"float4 {P}v[{u}];")
+    w(f"float {P}xv[{u}];")
+    w("#pragma unroll")
+    w.open(f"for (int {P}u = 0; {P}u < {u}; ++{P}u)")
+    w(f"const long long {P}jj = {P}j + {P}u * {t.splits};")
+    w(f"{P}v[{P}u] = __ldg(reinterpret_cast<const float4*>({P}a + {P}jj * {P}lda + {P}i));")
+    w(f"{P}xv[{P}u] = __ldg({P}x + {P}jj * {P}xs);")
+    w.close()
+    w("#pragma unroll")
+    w(f"for (int {P}u = 0; {P}u < {u}; ++{P}u) {{ {P}s.x += {P}v[{P}u].x * {P}xv[{P}u]; {P}s.y += {P}v[{P}u].y * "
+      f"{P}xv[{P}u]; {P}s.z += {P}v[{P}u].z * {P}xv[{P}u]; {P}s.w += {P}v[{P}u].w * {P}xv[{P}u]; }}")  # fmt: skip
+    w.close()
+    w.open(f"for (; {P}j < {P}N; {P}j += {t.splits})")
+    w(f"const float4 {P}v = __ldg(reinterpret_cast<const float4*>({P}a + (long long){P}j * {P}lda + {P}i));")
+    w(f"const float {P}xv = __ldg({P}x + (long long){P}j * {P}xs);")
+    w(
+        f"{P}s.x += {P}v.x * {P}xv; {P}s.y += {P}v.y * {P}xv; {P}s.z += {P}v.z * {P}xv; {P}s.w += {P}v.w * {P}xv;"
+    )
+    w.close()
+    w.close()
+    w.open(f"else if ({P}i < {P}M)")
+    w.open(f"for (int {P}j = {P}g; {P}j < {P}N; {P}j += {t.splits})")
+    w(f"const float* {P}p = {P}a + (long long){P}j * {P}lda + {P}i;")
+    w(f"const float {P}xv = {P}x[(long long){P}j * {P}xs];")
+    w(f"{P}s.x += {P}p[0] * {P}xv;")
+    w(f"if ({P}i + 1 < {P}M) {P}s.y += {P}p[1] * {P}xv;")
+    w(f"if ({P}i + 2 < {P}M) {P}s.z += {P}p[2] * {P}xv;")
+    w(f"if ({P}i + 3 < {P}M) {P}s.w += {P}p[3] * {P}xv;")
+    w.close()
+    w.close()
+    w(f"{P}part[{P}g][{P}c] = {P}s;")
+    w("__syncthreads();")
+    w.open(f"if ({P}g == 0)")
+    w(f"float4 {P}t = {P}part[0][{P}c];")
+    w("#pragma unroll 4")
+    w(f"for (int {P}h = 1; {P}h < {t.splits}; ++{P}h) {{ const float4 {P}u = {P}part[{P}h][{P}c]; "
+      f"{P}t.x += {P}u.x; {P}t.y += {P}u.y; {P}t.z += {P}u.z; {P}t.w += {P}u.w; }}")  # fmt: skip
+    w(f"const float {P}tv[4] = {{{P}t.x, {P}t.y, {P}t.z, {P}t.w}};")
+    w("#pragma unroll")
+    w.open(f"for (int {P}q = 0; {P}q < 4; ++{P}q)")
+    w(f"if ({P}i + {P}q >= {P}M) break;")
+    w(f"const float {P}acc = {b.init} + {P}tv[{P}q];")
+    w(f"float* {P}py = {P}y + (long long)({P}i + {P}q) * {P}ys;")
+    w(f"*{P}py = {b.epilogue.format(acc=f'{P}acc', c=f'(*{P}py)')};")
+    w.close()
+    w.close()
+    w("__syncthreads();  // part[] is reused by the next block-stride iteration")
+    w.close()
