@@ -19,19 +19,21 @@
 #endif
 
 #include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
-#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#ifndef KERNELLSP_H_INTERFACE_ONLY  // the heavy C++ headers only where the runtime is compiled (split build)
+#include <chrono>
+#include <random>
+#include <string>
 #include <vector>
+#endif
 
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -103,6 +105,21 @@ extern const ShapeInfo kShapes[];
 cudaError_t entry_prepare(int shape);                  // per-launch setup (dynamic smem attribute)
 bool entry_attributes(cudaFuncAttributes* attr);       // false for host launchers
 void entry_launch(int shape, void* const* ptrs);       // one call of the entry
+
+// Defined by the runtime below: ends the run as a launch_error (a host launcher returned an error).
+[[noreturn]] void launcher_failed(const char* name, cudaError_t e);
+
+// A host launcher that returns cudaError_t reports its own failures (a bad argument it validated, a
+// failed cudaMalloc of its scratch space): a non-success return is a launch error, not an "ok" run.
+template <class F>
+inline void call_launcher(F&& call, const char* name) {
+  if constexpr (std::is_same_v<decltype(call()), cudaError_t>) {
+    cudaError_t e = call();
+    if (e != cudaSuccess) launcher_failed(name, e);
+  } else {
+    (void)call();
+  }
+}
 
 // ------------------------------------------------------------------------------------------------
 // Scalar conversion (used by the generated call)
@@ -191,6 +208,13 @@ constexpr std::size_t pointee_size() {
     return sizeof(T);
   }
 }
+
+// ------------------------------------------------------------------------------------------------
+// Everything above is the interface the generated glue uses; everything below is the runtime proper.
+// The split build (kernellsp/run/harness_build.py) compiles the runtime once per toolchain as its own
+// unit and gives the entry's unit only the interface (KERNELLSP_H_INTERFACE_ONLY): whatever the glue
+// calls must be declared above this line.
+#ifndef KERNELLSP_H_INTERFACE_ONLY
 
 // ------------------------------------------------------------------------------------------------
 // PRNG: splitmix64 used as a counter-based generator (mirrored in kernellsp/harness.py)
@@ -857,17 +881,8 @@ inline void entry_prepare_checked() {
   if (e != cudaSuccess) finish("launch_error", cuda_msg("cudaFuncSetAttribute(max dynamic shared memory)", e), 3);
 }
 
-// A host launcher that returns cudaError_t reports its own failures (a bad argument it validated, a
-// failed cudaMalloc of its scratch space): a non-success return is a launch error, not an "ok" run.
-template <class F>
-inline void call_launcher(F&& call, const char* name) {
-  if constexpr (std::is_same_v<decltype(call()), cudaError_t>) {
-    cudaError_t e = call();
-    if (e != cudaSuccess) finish("launch_error", cuda_msg(name, e), 3);
-  } else {
-    (void)call();
-  }
-}
+// Not inline: the split build's entry unit calls it (through call_launcher) from the runtime unit.
+void launcher_failed(const char* name, cudaError_t e) { finish("launch_error", cuda_msg(name, e), 3); }
 
 inline void launch_checked(void* const* ptrs) {
   entry_launch((int)g_state.opt.shape, ptrs);
@@ -1106,6 +1121,8 @@ inline int run(int argc, char** argv) {
   else mode_profile(f);
   finish("ok", "", 0);
 }
+
+#endif  // KERNELLSP_H_INTERFACE_ONLY
 
 }  // namespace kernellsp_h
 

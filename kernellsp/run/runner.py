@@ -151,6 +151,15 @@ class Runner(ABC):
             self._bin_cache_put(key, out_rel, workdir)
         return res
 
+    def bin_cache_fetch(self, key: str, out_rel: str, workdir: str) -> bool:
+        """Copy the binary cached under ``key`` to ``workdir/out_rel``; False when there is none (or caching is off)."""
+        return os.environ.get("KERNELLSP_NO_CACHE") != "1" and self._bin_cache_get(key, out_rel, workdir)
+
+    def bin_cache_store(self, key: str, out_rel: str, workdir: str) -> None:
+        """Keep ``workdir/out_rel`` in the runner host's binary cache under ``key`` (best effort)."""
+        if os.environ.get("KERNELLSP_NO_CACHE") != "1":
+            self._bin_cache_put(key, out_rel, workdir)
+
     def _bin_cache_get(self, key: str, out_rel: str, workdir: str) -> bool:
         return False
 
