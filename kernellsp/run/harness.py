@@ -44,10 +44,7 @@ from kernellsp.source.spec import (
 )
 
 #: The ``format`` field of every result.json this module writes or reads.
-RESULT_FORMAT = "kernellsp-harness/2"
-
-#: Structured input patterns of check mode's input sets (``SEED:PATTERN``); "spec" is the spec's distribution.
-PATTERNS = ("spec", "spikes", "alternating", "ramp", "wide")
+RESULT_FORMAT = "kernellsp-harness/1"
 
 #: Exit codes of the generated program.
 EXIT_OK, EXIT_BAD_ARGS, EXIT_CUDA_ERROR, EXIT_IO_ERROR = 0, 2, 3, 4
@@ -881,16 +878,8 @@ def harness_argv(
     fresh_inputs: bool = False,
     device: int | None = None,
     dump_last: bool = False,
-    sets: Sequence[str] | None = None,
-    check_launches: int = 0,
-    alloc: Literal["guard", "plain"] = "guard",
 ) -> list[str]:
-    """The argument vector that runs a built harness (a convenience for runners).
-
-    ``sets`` (check mode): the input sets to run, one launch each, as :func:`input_set` spells them;
-    ``check_launches`` (time mode): keep the outputs of that many timed launches picked at random after
-    they ran; ``alloc="plain"``: cudaMalloc without guard pages (for compute-sanitizer).
-    """
+    """The argument vector that runs a built harness (a convenience for runners)."""
     argv = [
         exe,
         "--mode",
@@ -914,32 +903,9 @@ def harness_argv(
         argv.append("--fresh-inputs")
     if dump_last:
         argv.append("--dump-last")
-    if sets:
-        argv += ["--sets", ",".join(sets)]
-    if check_launches:
-        argv += ["--check-launches", str(check_launches)]
-    if alloc != "guard":
-        argv += ["--alloc", alloc]
     if device is not None:
         argv += ["--device", str(device)]
     return argv
-
-
-def input_set(seed: int, pattern: str = "spec", *, launch: int | None = None, abs: bool = False) -> str:
-    """One item of ``--sets``: ``SEED[:PATTERN][@LAUNCH][+abs]``.
-
-    ``pattern`` is one of :data:`PATTERNS`; ``launch`` gives the inputs that time mode draws on the
-    device for that launch under ``--fresh-inputs`` with ``--seed SEED`` (spec distribution only);
-    ``abs`` takes ``|x|`` of every float input (the error budget's conditioning run).
-    """
-    if pattern not in PATTERNS:
-        raise HarnessError(f"unknown input pattern {pattern!r} (one of {', '.join(PATTERNS)})")
-    if launch is not None and pattern != "spec":
-        raise HarnessError("an input set drawn for a timing launch takes the spec's distribution, not a pattern")
-    text = str(seed) + ("" if pattern == "spec" else f":{pattern}")
-    if launch is not None:
-        text += f"@{launch}"
-    return text + ("+abs" if abs else "")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1098,109 +1064,27 @@ def _element(d: DistPlan, dtype: str, j: int, key: int) -> tuple[bool, float, in
     return True, float(iv), iv
 
 
-_WIDE_BINADES = {"f16": 10, "bf16": 24, "f32": 24, "f64": 48}
-
-
-def _pattern_applies(d: DistPlan, dtype: str) -> tuple[bool, int, int] | None:
-    """None when a pattern leaves this buffer to the spec's fill; else (integral, lo, range)."""
-    is_float = dtype in FLOAT_DTYPES
-    if d.kind == "randint":
-        return True, d.iparams[0], (d.iparams[1] - d.iparams[0]) & _M64
-    if d.kind == "default" and not is_float:
-        return True, 0, 100
-    if is_float and d.kind in ("default", "uniform", "normal"):
-        return False, 0, 0
-    return None
-
-
-def _pattern_float(pat: str, j: int, count: int, dtype: str, lo: float, hi: float, key: int) -> float:
-    x1, x2 = draw(key, 2 * j), draw(key, 2 * j + 1)
-    u = (x1 >> 11) * 2.0**-53
-    c = lo if lo > 0.0 else hi if hi < 0.0 else 0.0
-    up, dn = hi - c, c - lo
-    s = 1.0 if up >= dn else -1.0
-    big, small = (up, dn) if up >= dn else (dn, up)
-    if pat == "spikes":
-        if (x2 * 64) >> 64 == 0:
-            v = c + s * (big * (0.5 + 0.5 * u))
-        else:
-            v = c + (2.0 * u - 1.0) * ((hi - lo) * 2.0**-12)
-    elif pat == "alternating":
-        v = c + s * (big * (0.5 + 0.5 * u)) if j % 2 == 0 else c - s * (small * (0.25 * u))
-    elif pat == "ramp":
-        v = c + s * (big * ((float(j) + 0.5) / float(count)))
-    else:  # wide
-        e = (x1 * (_WIDE_BINADES[dtype] + 1)) >> 64
-        mag = math.ldexp(0.5 + 0.5 * ((x1 & 0xFFFFFFFF) * 2.0**-32), -e)
-        v = c - s * (small * mag) if small > 0.0 and (x2 * 8) >> 64 == 0 else c + s * (big * mag)
-    return lo if v < lo else hi if v > hi else v
-
-
-def _pattern_int_offset(pat: str, j: int, rng: int, key: int) -> int:
-    x1, x2 = draw(key, 2 * j), draw(key, 2 * j + 1)
-    if pat == "spikes":
-        return (x1 * rng) >> 64 if (x2 * 64) >> 64 == 0 else 0
-    if pat == "alternating":
-        q = max(rng // 4, 1)
-        return rng - 1 - ((x1 * q) >> 64) if j % 2 == 0 else (x1 * q) >> 64
-    if pat == "ramp":
-        return j % rng
-    bits = min(rng.bit_length() - 1, 63)
-    r = rng >> ((x1 * (bits + 1)) >> 64)
-    return (x2 * max(r, 1)) >> 64
-
-
-def _pattern_range(d: DistPlan, dtype: str) -> tuple[float, float]:
-    if d.kind == "uniform":
-        return d.fparams[0], d.fparams[1]
-    if d.kind == "normal":
-        w, m = 3.0 * d.fparams[1], _FLOAT_MAX[dtype]
-        return max(d.fparams[0] - w, -m), min(d.fparams[0] + w, m)
-    return -1.0, 1.0
-
-
-def _abs_bytes(data: bytearray, esize: int) -> None:
-    for k in range(esize - 1, len(data), esize):
-        data[k] &= 0x7F
-
-
 def fill_reference(
-    plan: HarnessPlan, shape: int, seed: int, name: str, *, launch: int | None = None,
-    pattern: str = "spec", abs: bool = False,
-) -> bytes:  # fmt: skip
+    plan: HarnessPlan, shape: int, seed: int, name: str, *, launch: int | None = None
+) -> bytes:
     """The initial bytes of input buffer ``name`` that the harness uploads for ``shape`` and ``seed``.
 
     Bit-identical to the harness's host fill for every distribution except ``normal``, whose
     ``log``/``cos`` come from the platform's libm (identical on the same host, within an ulp elsewhere).
     ``launch`` gives the device fill of that timing launch under ``--fresh-inputs`` (where ``normal``
-    uses the GPU's libm and may differ in the last bit). ``pattern`` and ``abs`` give the input set
-    ``SEED:PATTERN[+abs]`` of check mode (:func:`input_set`). Pure Python: meant for small shapes and tests.
+    uses the GPU's libm and may differ in the last bit). Pure Python: meant for small shapes and tests.
     """
     a = plan.arg(name)
     if not a.is_buffer or a.dir not in ("in", "inout"):
         raise HarnessError(f"{name!r} is not an input buffer of {plan.entry}")
-    if pattern not in PATTERNS:
-        raise HarnessError(f"unknown input pattern {pattern!r}")
     sp = plan.shapes[shape]
     d = sp.dists[name]
     assert a.dtype is not None
     key = stream_key(seed if launch is None else launch_seed(seed, launch), a.index)
-    applies = _pattern_applies(d, a.dtype) if pattern != "spec" else None
-    count = sp.counts[name]
-    lo, hi = _pattern_range(d, a.dtype) if applies is not None and not applies[0] else (0.0, 0.0)
     out = bytearray()
-    for j in range(count):
-        if applies is None:
-            int_path, fv, iv = _element(d, a.dtype, j, key)
-        elif applies[0]:
-            u = (applies[1] + _pattern_int_offset(pattern, j, applies[2], key)) & _M64
-            iv = u - (1 << 64) if u >= 1 << 63 else u
-            int_path, fv = True, float(iv)
-        else:
-            int_path, fv, iv = False, _pattern_float(pattern, j, count, a.dtype, lo, hi, key), 0
+    for j in range(sp.counts[name]):
+        int_path, fv, iv = _element(d, a.dtype, j, key)
         out += _pack(a.dtype, int_path and a.dtype not in FLOAT_DTYPES, fv, iv)
-    if abs and a.dtype in FLOAT_DTYPES:
-        _abs_bytes(out, DTYPE_BYTES[a.dtype])
     return bytes(out)
 
 
