@@ -295,24 +295,20 @@ class Cond:
         return None
 
     def bounds_above(self, var: Poly) -> Poly | None:
-        """The exclusive upper bound ``B`` when this condition is equivalent to ``var < B`` (integers)."""
-        ub = self.upper_bound(var)
-        if ub is None:
-            # `var - B < 0`, `i + 1 <= n`...: compare the difference.
-            if self.op in ("<", "<=", ">", ">=") and self.lhs is not None and self.rhs is not None:
-                d = self.lhs - self.rhs if self.op in ("<", "<=") else self.rhs - self.lhs
-                inclusive = self.op in ("<=", ">=")
-                split = d.split([s for s in var.symbols()])
-                if split is None:
-                    return None
-                # d = var + rest  (coefficient of var must match exactly)
-                rest = d - var
-                if rest.depends_on(var.symbols()):
-                    return None
-                bound = -rest
-                return bound + 1 if inclusive else bound
+        """The exclusive upper bound ``B`` when this condition is equivalent to ``var < B`` (integers).
+
+        ``var`` may be a sum (``chunk*gid.x + k``): ``k < n - chunk*gid.x`` bounds it by ``n``. ``B`` is
+        free of thread symbols and of ``var``'s own stand-alone symbols; the caller checks the rest.
+        """
+        if self.op not in ("<", "<=", ">", ">=") or self.lhs is None or self.rhs is None:
             return None
-        bound, inclusive = ub
+        d = self.lhs - self.rhs if self.op in ("<", "<=") else self.rhs - self.lhs
+        inclusive = self.op in ("<=", ">=")
+        rest = d - var  # d = var + rest < 0  <=>  var < -rest
+        own = {m[0] for m in var.terms if len(m) == 1}
+        if rest.depends_on(THREAD_SYMBOLS | own):
+            return None
+        bound = -rest
         return bound + 1 if inclusive else bound
 
 
@@ -474,6 +470,9 @@ class KernelIR:
     exits: list[tree_sitter.Node] = field(default_factory=list)
     #: Names of every function called in the body.
     calls: set[str] = field(default_factory=set)
+    #: Integer ``/`` and ``%`` met by :meth:`poly` with ``divmod=True``: symbol -> (op, numerator, denominator).
+    divmods: dict[str, tuple[str, Poly, Poly]] = field(default_factory=dict)
+    _divmod_atoms: bool = False
 
     # -- helpers for recipes ----------------------------------------------------------------------
 
@@ -506,11 +505,22 @@ class KernelIR:
         """The top-level statements of the body, comments excluded."""
         return [c for c in self.body.named_children if c.type != "comment"]
 
-    def poly(self, node: tree_sitter.Node | None) -> Poly | None:
-        """The expression as a polynomial (locals substituted, ``gid`` folded), or ``None``."""
+    def poly(self, node: tree_sitter.Node | None, divmod: bool = False) -> Poly | None:
+        """The expression as a polynomial (locals substituted, ``gid`` folded), or ``None``.
+
+        With ``divmod``, an integer ``n / d`` or ``n % d`` that does not fold to a constant becomes an
+        atom: a symbol ``div(n|d)`` / ``mod(n|d)`` recorded in :attr:`divmods` with its operands, so a
+        row and column recovered from a 1-D index (``i / C``, ``i % C``) can be recognised as the two
+        digits of ``i``. Off by default: a recipe that does not look for atoms would take them for
+        parameters.
+        """
         if node is None:
             return None
-        p = _to_poly(self, node, frozenset())
+        self._divmod_atoms = divmod
+        try:
+            p = _to_poly(self, node, frozenset())
+        finally:
+            self._divmod_atoms = False
         return fold_gid(p) if p is not None else None
 
     def guards_of(self, node: tree_sitter.Node) -> list[Guard]:
@@ -848,6 +858,11 @@ def _to_poly(ir: KernelIR, n: tree_sitter.Node, seen: frozenset[str], depth: int
             return a * b
         if op == "<<" and b.value is not None and 0 <= b.value < 63:
             return a * (1 << b.value)
+        if op in ("/", "%") and ir._divmod_atoms and (a.value is None or b.value is None) and b != 0:
+            num, den = fold_gid(a), fold_gid(b)
+            name = f"{'div' if op == '/' else 'mod'}({num}|{den})"
+            ir.divmods.setdefault(name, (op, num, den))
+            return Poly.sym(name)
         if op in ("/", ">>", "%") and a.value is not None and b.value is not None and b.value != 0:
             av, bv = a.value, b.value
             if op == "/":
