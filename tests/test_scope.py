@@ -15,6 +15,7 @@ import pytest
 
 from kernellsp.optimize.verify.scope import (
     ALLOWED_FLAGS,
+    ALLOWED_INCLUDES,
     ScopeResult,
     check_scope,
     check_spec_change,
@@ -190,7 +191,8 @@ OUTSIDE = "outside the targeted kernels"
 
 REJECTED: dict[str, tuple[str, str, tuple[str, ...], tuple[str, ...]]] = {
     # case: (old, new, targets, words the reason must contain)
-    "include added": ("#include <math.h>", "#include <math.h>\n#include <cuda_fp16.h>", ("scale",), (OUTSIDE, "includes")),
+    "include added": ("#include <math.h>", "#include <math.h>\n#include <cstdio>", ("scale",),
+                      ("'#include <cstdio>'", "not among the headers", "#includes")),
     "include removed": ("#include <math.h>\n", "", ("scale",), (OUTSIDE, "includes")),
     "macro added": ("#define SCALE 2.0f", "#define SCALE 2.0f\n#define FAST 1", ("scale",), (OUTSIDE, "macros")),
     "macro changed": ("#define SCALE 2.0f", "#define SCALE 3.0f", ("scale",), (OUTSIDE, "macros")),
@@ -435,8 +437,8 @@ def test_directive_after_a_comment_is_still_a_directive() -> None:
     assert cand != base
     r = check_scope(base, cand, ["relu_kernel"], "relu_launcher.cu", "solve")
     assert not r.ok
-    assert r.reason == ("preprocessor directive '#define cudaDeviceSynchronize() cudaSuccess' inside an editable "
-                        "region (kernel:relu_kernel); only #pragma is allowed")  # fmt: skip
+    assert r.reason.startswith("preprocessor directive '#define cudaDeviceSynchronize() cudaSuccess' inside an "
+                               "editable region (kernel:relu_kernel) is new in this function")  # fmt: skip
     pragma = base.replace("int i = blockIdx.x", "/**/ #pragma unroll\n    int i = blockIdx.x", 1)
     assert check_scope(base, pragma, ["relu_kernel"], "relu_launcher.cu", "solve").ok
 
@@ -454,3 +456,259 @@ def test_a_second_spec_for_the_entry_is_refused() -> None:
     assert first is not None and "--use_fast_math" in first.spec.flags  # what the build would use
     r = check_scope(base, cand, ["vector_add"], "vector_add.cu", "vector_add")
     assert not r.ok and r.reason == "the candidate adds a launch spec for vector_add; edit the existing spec instead"
+
+
+# --------------------------------------------------------------------------------------------------
+# Directives the baseline already has (issue 10): kept, moved within the function or deleted; never new
+
+ARCH_BODY = FIRST_STMT + "\n#if __CUDA_ARCH__ >= 800\n        y[i] = twice(x[i]);\n#else\n        y[i] = x[i] * SCALE;\n#endif\n    }"
+ARCH_BASE = edit(FIRST_STMT + "\n        y[i] = twice(x[i]);\n    }", ARCH_BODY)
+
+
+def test_arch_baseline_is_in_scope_of_itself() -> None:
+    assert not parse_source(ARCH_BASE).syntax_errors
+    assert scope(ARCH_BASE, base=ARCH_BASE).ok
+
+
+ARCH_ACCEPTED = {
+    "comment-only edit": ("int i = blockIdx.x", "// one thread per element\n    int i = blockIdx.x"),
+    "body edit around the conditional": ("if (i < n) {", "if (i < n && n > 0) {"),
+    "conditional kept, branches edited": ("y[i] = twice(x[i]);", "y[i] = 2.0f * x[i];"),
+    "conditional deleted (one branch kept)": (
+        "#if __CUDA_ARCH__ >= 800\n        y[i] = twice(x[i]);\n#else\n        y[i] = x[i] * SCALE;\n#endif\n",
+        "        y[i] = twice(x[i]);\n",
+    ),
+    "conditional moved within the kernel": (
+        FIRST_STMT + "\n#if __CUDA_ARCH__ >= 800\n        y[i] = twice(x[i]);\n#else\n        y[i] = x[i] * SCALE;\n#endif\n    }",
+        "#if __CUDA_ARCH__ >= 800\n" + FIRST_STMT + "\n        y[i] = twice(x[i]);\n    }\n#else\n" + FIRST_STMT
+        + "\n        y[i] = x[i] * SCALE;\n    }\n#endif",
+    ),
+    "directive written after a comment, same text": ("#else", "/* fallback */ #else"),
+    "#pragma unroll added next to it": ("#if __CUDA_ARCH__ >= 800", "#pragma unroll\n#if __CUDA_ARCH__ >= 800"),
+    "new device helper with the comment above it": (
+        SPEC_OPEN, "// thrice: used by the fast path\n__device__ float thrice(float v) { return 3.0f * v; }\n\n" + SPEC_OPEN,
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(ARCH_ACCEPTED))
+def test_directives_the_baseline_has_may_stay_move_or_go(case: str) -> None:
+    old, new = ARCH_ACCEPTED[case]
+    cand = edit(old, new, ARCH_BASE)
+    r = scope(cand, base=ARCH_BASE)
+    assert r.ok, f"{case}: {r.reason}"
+
+
+ARCH_REJECTED = {
+    "new conditional": ("int i = blockIdx.x", "#if __CUDA_ARCH__ >= 900\n    __nanosleep(0);\n#endif\n    int i = blockIdx.x", ("is new in this function",
+                        "'#if __CUDA_ARCH__ >= 900'", "kernel:scale")),
+    "conditional text changed": ("#if __CUDA_ARCH__ >= 800", "#if __CUDA_ARCH__ >= 700", ("'#if __CUDA_ARCH__ >= 700'",
+                                 "is new in this function")),
+    "conditional duplicated": ("#else\n", "#else\n#if __CUDA_ARCH__ >= 800\n#endif\n", ("'#if __CUDA_ARCH__ >= 800'",)),
+    "#define inside the baseline's #if": ("#if __CUDA_ARCH__ >= 800\n", "#if __CUDA_ARCH__ >= 800\n#define FAST 1\n",
+                                          ("'#define FAST 1'", "kernel:scale")),
+    "conditional moved into a device helper": (
+        "__device__ float twice(float v) { return v * SCALE; }",
+        "__device__ float twice(float v) {\n#if __CUDA_ARCH__ >= 800\n    return v * SCALE;\n#else\n    return v + v;\n#endif\n}",
+        ("new among the __device__ helpers", "(device)"),
+    ),
+    "push_macro pragma": ("int i = blockIdx.x", "#pragma push_macro(\"SCALE\")\n    int i = blockIdx.x",
+                          ("'#pragma push_macro(\"SCALE\")'",)),
+    "_Pragma operator that renames a host symbol": ("int i = blockIdx.x",
+                                                    "_Pragma(\"redefine_extname cudaDeviceSynchronize cudaGetLastError\");"
+                                                    "\n    int i = blockIdx.x", ("_Pragma(", "redefine_extname")),
+    "directive joined by a line splice": ("int i = blockIdx.x", "\\\n#define SCALE 4.0f\n    int i = blockIdx.x",
+                                          ("'#define SCALE 4.0f'",)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(ARCH_REJECTED))
+def test_new_or_changed_directives_are_refused(case: str) -> None:
+    old, new, words = ARCH_REJECTED[case]
+    r = scope(edit(old, new, ARCH_BASE), base=ARCH_BASE)
+    assert not r.ok, case
+    for w in words:
+        assert w in r.reason, f"{case}: {w!r} not in {r.reason!r}"
+
+
+def test_unbalanced_conditionals_and_digraphs_are_found_where_the_parser_gives_up() -> None:
+    """The parser reports these candidates as syntax errors; with a baseline that already has one (the parser does
+    not know every CUDA construct), the gate's own scan of directives must still refuse them."""
+    base = edit("    scale<<<", "    const int tag = '/*'; /* the parser stumbles here */\n    scale<<<", ARCH_BASE)
+    assert parse_source(base).syntax_errors and scope(base, base=base).ok
+    for old, new, word in (("#endif\n", "", "do not balance"), ("#if __CUDA_ARCH__ >= 800\n", "", "do not balance"),
+                           ("int i = blockIdx.x", "%:define SCALE 4.0f\n    int i = blockIdx.x", "'#define SCALE 4.0f'"),
+                           ("int i = blockIdx.x", "%:  undef SCALE\n    int i = blockIdx.x", "'#undef SCALE'")):  # fmt: skip
+        r = scope(edit(old, new, base), base=base)
+        assert not r.ok and word in r.reason, (new, r.reason)
+
+
+def test_codegen_pragmas_may_be_added_others_may_not() -> None:
+    for pragma in ("#pragma unroll", "#pragma unroll 8", "#pragma nounroll", "#pragma nv_diag_suppress 177",
+                   '_Pragma("unroll 4");'):  # fmt: skip
+        assert scope(edit(FIRST_STMT, f"    {pragma}\n" + FIRST_STMT)).ok, pragma
+    for pragma in ('#pragma pop_macro("SCALE")', "#pragma redefine_extname cudaFree cudaGetLastError", "#pragma once",
+                   "_Pragma(MACRO);"):  # fmt: skip
+        r = scope(edit(FIRST_STMT, f"    {pragma}\n" + FIRST_STMT))
+        assert not r.ok, pragma
+
+
+DEFINE_BODY = FIRST_STMT.replace("    int i", "#define TILE 32\n    int i") + "\n        y[i] = twice(x[i]) * TILE;\n    }\n#undef TILE"
+DEFINE_BASE = edit(FIRST_STMT + "\n        y[i] = twice(x[i]);\n    }", DEFINE_BODY)
+
+
+def test_state_changing_directives_stay_as_written() -> None:
+    """#define/#undef in a kernel change what the host code after it sees: kept exactly, in order."""
+    assert scope(DEFINE_BASE, base=DEFINE_BASE).ok
+    # The body around them may change, and so may the code between them.
+    assert scope(edit("twice(x[i]) * TILE", "TILE * twice(x[i])", DEFINE_BASE), base=DEFINE_BASE).ok
+    assert scope(edit("#define TILE 32\n", "// the tile\n#define TILE 32\n", DEFINE_BASE), base=DEFINE_BASE).ok
+    # Deleting the #undef would leak TILE into the host code that follows.
+    r = scope(edit("\n#undef TILE", "", DEFINE_BASE), base=DEFINE_BASE)
+    assert not r.ok and "moves, reorders or deletes preprocessor directives in kernel:scale" in r.reason
+    # Swapping them leaks it too.
+    swapped = edit("#define TILE 32\n", "#undef TILE\n", edit("\n#undef TILE", "\n#define TILE 32", DEFINE_BASE))
+    r = scope(swapped, base=DEFINE_BASE)
+    assert not r.ok and "moves, reorders or deletes" in r.reason
+    # And changing the text is a new directive.
+    r = scope(edit("#define TILE 32", "#define TILE 64", DEFINE_BASE), base=DEFINE_BASE)
+    assert not r.ok and "'#define TILE 64'" in r.reason
+
+
+def test_a_helper_with_a_define_cannot_move_across_host_code() -> None:
+    helper = "__device__ float twice(float v) { return v * SCALE; }"
+    base = edit(helper, "__device__ float twice(float v) {\n#define HALF 0.5f\n    return v * SCALE;\n}")
+    assert scope(base, base=base).ok
+    moved_helper = base[base.index("__device__ float twice") : base.index("}\n", base.index("#define HALF")) + 2]
+    # The same helper after the host function: host_fn no longer sees HALF.
+    cand = base.replace(moved_helper, "", 1) + "\n" + moved_helper
+    assert cand != base
+    r = scope(cand, base=base)
+    assert not r.ok and "moves, reorders or deletes preprocessor directives in device" in r.reason
+
+
+# --------------------------------------------------------------------------------------------------
+# Comments never decide scope (issue 15 item 11); spec blocks still do
+
+
+COMMENT_ACCEPTED = {
+    "comment above a new device helper": (SPEC_OPEN, "// thrice(v): 3v, for the unrolled path\n"
+                                          "__device__ float thrice(float v) { return 3.0f * v; }\n\n" + SPEC_OPEN),
+    "block comment above a new device helper": (SPEC_OPEN, "/* thrice(v)\n * returns 3v\n */\n"
+                                                "__device__ float thrice(float v) { return 3.0f * v; }\n" + SPEC_OPEN),
+    "comment between spec block and kernel": (SIG, "// grid-stride version\n" + SIG),
+    "comment in host code": ("    scale<<<", "    // one thread per element\n    scale<<<"),
+    "comment at the end of a host line": ("scale<<<(n + 255) / 256, 256>>>(x, y, n);",
+                                          "scale<<<(n + 255) / 256, 256>>>(x, y, n);  /* async */"),
+    "comment after a macro": ("#define SCALE 2.0f", "#define SCALE 2.0f  // the factor"),
+    "comment in another kernel": ("if (i < n) y[i] = 0.0f;", "if (i < n) y[i] = 0.0f;  // clear"),
+    "directive-looking lines inside a comment in the kernel": (FIRST_STMT, "    /*\n#define SCALE 9.0f\n#include \"x.h\"\n*/\n"
+                                                               + FIRST_STMT),
+    "blank lines and indentation in host code": ("void host_fn(", "\n\nvoid  host_fn("),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(COMMENT_ACCEPTED))
+def test_comments_never_decide_scope(case: str) -> None:
+    old, new = COMMENT_ACCEPTED[case]
+    r = scope(edit(old, new))
+    assert r.ok, f"{case}: {r.reason}"
+
+
+COMMENT_REJECTED = {
+    "code behind a comment in host code": ("scale<<<(n + 255) / 256, 256>>>(x, y, n);",
+                                           "/* launch */ scale<<<(n + 127) / 128, 128>>>(x, y, n);"),
+    "comment that swallows a host line (line splice)": ("    scale<<<", "    // see below \\\n    scale<<<"),
+    "comment joins a directive to code": ("#define SCALE 2.0f\n", "#define SCALE 2.0f /*\n*/ + 1.0f\n"),
+    "newline removed after a directive": ("#include <math.h>\n\n#define", "#include <math.h> /* */ #define"),
+    "another kernel's spec block": ("__global__ void other(float* y, int n)",
+                                    "/* kernellsp\nsizes = { N = 8 }\n*/\n__global__ void other(float* y, int n)"),
+    "a spec-looking line comment run": ("void host_fn(", "// kernellsp\n// sizes = { N = 8 }\nvoid host_fn("),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(COMMENT_REJECTED))
+def test_comments_do_not_hide_changes(case: str) -> None:
+    old, new = COMMENT_REJECTED[case]
+    r = scope(edit(old, new))
+    assert not r.ok, case
+
+
+def test_a_comment_the_parser_misreads_is_compared_as_code() -> None:
+    """tree-sitter reads ``'/*'`` as the start of a comment; the compiler reads a character literal and code.
+
+    A baseline that already has such a line parses with an error, so the candidate may too; if the gate
+    dropped the parser's "comment", the host code behind it could change unseen.
+    """
+    base = edit("    scale<<<", "    const int tag = '/*'; cudaDeviceSynchronize(); /* sync */\n    scale<<<")
+    assert parse_source(base).syntax_errors  # the parser is confused: the premise of the test
+    cand = edit("cudaDeviceSynchronize();", "cudaGetLastError();", base)
+    r = scope(cand, base=base)
+    assert not r.ok and OUTSIDE in r.reason
+    assert scope(base, base=base).ok
+
+
+def test_non_target_spec_blocks_are_compared_as_written() -> None:
+    base = edit("__global__ void other(float* y, int n)",
+                '/* kernellsp\nsizes = { N = 64 }\nlaunch = { grid = 1, block = 64 }\n[args]\ny = { dtype = "f32", '
+                'dir = "out", count = "N" }\nn = { value = "N" }\n*/\n__global__ void other(float* y, int n)')  # fmt: skip
+    assert scope(base, base=base).ok
+    r = scope(edit("sizes = { N = 64 }", "sizes = { N = 32 }", base), base=base)
+    assert not r.ok and OUTSIDE in r.reason
+    # A comment next to it is still just a comment.
+    assert scope(edit("/* kernellsp\nsizes = { N = 64 }", "// the zeroing kernel\n/* kernellsp\nsizes = { N = 64 }", base),
+                 base=base).ok  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------
+# Allow-listed toolkit headers (issue 11 item 5)
+
+INCLUDES = "#include <cuda_runtime.h>\n#include <math.h>\n"
+
+
+@pytest.mark.parametrize("header", ["<cub/cub.cuh>", "<cooperative_groups.h>", "<cuda_pipeline.h>", "<cuda_fp16.h>",
+                                    "<cuda_bf16.h>", "<mma.h>"])  # fmt: skip
+def test_allow_listed_header_may_be_added_at_the_top(header: str) -> None:
+    for where, new in (("after the includes", INCLUDES + f"#include {header}\n"),
+                       ("among the includes", f"#include <cuda_runtime.h>\n#include {header}\n#include <math.h>\n"),
+                       ("first", f"#include {header}\n" + INCLUDES),
+                       ("after the macro below the includes", INCLUDES + "\n#define SCALE 2.0f\n#include " + header + "\n")):  # fmt: skip
+        cand = edit("#define SCALE 2.0f\n", "", edit(INCLUDES, new)) if "macro" in where else edit(INCLUDES, new)
+        r = scope(cand)
+        assert r.ok, f"{header} {where}: {r.reason}"
+    assert ALLOWED_INCLUDES.count(header) == 1
+
+
+INCLUDE_REJECTED = {
+    "another system header": (INCLUDES, INCLUDES + "#include <cstdio>\n", ("'#include <cstdio>'", "not among the headers")),
+    "a toolkit header off the list": (INCLUDES, INCLUDES + "#include <cuda/std/chrono>\n", ("not among the headers",)),
+    "quoted include": (INCLUDES, INCLUDES + '#include "cub/cub.cuh"\n', ("quoted include",)),
+    "quoted absolute path": (INCLUDES, INCLUDES + '#include "/root/.ssh/id_rsa"\n', ("quoted include",)),
+    "include with a macro": (INCLUDES, INCLUDES + "#include SCALE_HEADER\n", ("through a macro",)),
+    "spaces inside the brackets": (INCLUDES, INCLUDES + "#include < cuda_fp16.h >\n", ("not among the headers",)),
+    "added after code": ("void host_fn(", "#include <cuda_fp16.h>\nvoid host_fn(", ("after code",)),
+    "added after the first device helper": ("/* kernellsp", "#include <mma.h>\n/* kernellsp", ("after code",)),
+    "added inside a file-scope conditional": (INCLUDES, INCLUDES + "#ifdef __CUDACC__\n#include <cuda_fp16.h>\n#endif\n",
+                                              ("inside preproc_ifdef",)),
+    "added twice": (INCLUDES, INCLUDES + "#include <cuda_fp16.h>\n#include <cuda_fp16.h>\n", ("twice",)),
+    "added inside the kernel": (FIRST_STMT, "#include <cuda_fp16.h>\n" + FIRST_STMT, ("'#include <cuda_fp16.h>'",
+                                                                                        "kernel:scale")),
+    "a baseline include swapped for an allowed one": ("#include <math.h>\n", "#include <cuda_fp16.h>\n", (OUTSIDE,)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(INCLUDE_REJECTED))
+def test_other_includes_are_refused(case: str) -> None:
+    old, new, words = INCLUDE_REJECTED[case]
+    r = scope(edit(old, new))
+    assert not r.ok, case
+    for w in words:
+        assert w in r.reason, f"{case}: {w!r} not in {r.reason!r}"
+
+
+def test_an_added_header_keeps_the_rest_compared() -> None:
+    """The allowed include is left out of the comparison, nothing else: a host edit beside it is still refused."""
+    cand = edit(INCLUDES, INCLUDES + "#include <cooperative_groups.h>\n")
+    assert scope(cand).ok
+    r = scope(edit("scale<<<(n + 255) / 256, 256>>>", "scale<<<1, 1>>>", cand))
+    assert not r.ok and OUTSIDE in r.reason

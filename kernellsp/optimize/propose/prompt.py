@@ -63,8 +63,8 @@ const, __restrict__ and __launch_bounds__(...) may be added or removed.
 3. Change the launch configuration only through the "launch" field, never in code. The kernel must \
 stay correct for every shape of the spec (guard tails and sizes that are not a multiple of the block \
 or of a vector width).
-4. No host code, no #include, #define or other preprocessor directive (#pragma, such as #pragma \
-unroll, is allowed), no global or __device__ variables at file scope; use __shared__ arrays declared \
+4. No host code, no #include, #define or other new preprocessor directive (#pragma unroll and \
+diagnostics pragmas are allowed; a directive the original already has in the kernel may stay), no global or __device__ variables at file scope; use __shared__ arrays declared \
 inside the kernel (a static size, or extern __shared__ sized by the launch's smem).
 5. No streams, CUDA graphs, dynamic parallelism, cooperative launches, clock or timer reads.
 6. No precision downgrade beyond the spec's tolerance: no lower-precision arithmetic or storage (half, \

@@ -5,15 +5,27 @@ A candidate may change only
   ``__restrict__``, ``__launch_bounds__``; parameter names, types and order stay),
 * ``__device__`` helper functions (edit, add or remove),
 * the structured launch fields of the targeted entries' specs: ``launch``, the default order of
-  ``tunables`` values, and ``flags`` from an allow-list of semantics-preserving nvcc options.
+  ``tunables`` values, and ``flags`` from an allow-list of semantics-preserving nvcc options,
+* ``#include`` lines of a few CUDA toolkit headers (:data:`ALLOWED_INCLUDES`) added at the top of the
+  file, among or right after its includes, before any code.
 
 Everything else — includes, macros, host code, ``main``, other kernels, the rest of every spec — must
-stay byte-identical. Preprocessor directives other than ``#pragma`` inside editable regions are
-refused too: a ``#define`` there would reach the host code and the harness that follow it. So are
-function-scope ``static``/``extern`` variables other than ``__shared__`` ones: they live in global
-memory for the whole process, so they could carry a result cache or a "first launch only" flag from
-one launch to the next. This makes timing tamper-proof as well, because device code cannot reach
-host timers, streams or the harness.
+stay the same token for token. Comments never decide scope: both files are compared without them
+(:mod:`kernellsp.optimize.verify.lexical` confirms each comment the parser reports, so a comment
+cannot hide code), except spec blocks, which are compared as written.
+
+Preprocessor directives inside editable functions are judged against the baseline's
+(docs/scope.md has the full rule): code-generation pragmas (``#pragma unroll``, diagnostics) may be
+added anywhere; a directive the baseline has in the same kernel (or among the ``__device__`` helpers)
+may be kept, moved within it or deleted; a new directive, or one whose text changed, is refused — a
+``#define`` there would reach the host code and the harness that follow it. A function that holds a
+directive changing what later code sees (``#define``, ``#undef``, ``#include``, other pragmas) or a
+conditional that does not close inside it keeps its directives exactly as written.
+
+Function-scope ``static``/``extern`` variables other than ``__shared__`` ones are refused too: they live
+in global memory for the whole process, so they could carry a result cache or a "first launch only"
+flag from one launch to the next. This makes timing tamper-proof as well, because device code cannot
+reach host timers, streams or the harness.
 """
 
 from __future__ import annotations
@@ -24,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kernellsp.optimize.verify import lexical
 from kernellsp.source import spec as specmod
 from kernellsp.source.model import Function, SourceModel, parse_source
 
@@ -35,6 +48,12 @@ ALLOWED_FLAGS = re.compile(
     r"^(-Xptxas=-O[0-3]|-Xptxas=-v|--extra-device-vectorization|-maxrregcount=\d{1,3}|--maxrregcount=\d{1,3}"
     r"|-Xptxas=--allow-expensive-optimizations=(true|false)|-lineinfo|-O[0-3])$"
 )
+#: Headers a candidate may add (at the top of the file, among or right after its includes): CUDA toolkit
+#: headers that declare device-side facilities a rewrite needs (block-wide primitives, cooperative
+#: groups, async copies, half/bfloat16 types, tensor-core fragments). They only add declarations in
+#: their own names; nothing that the baseline's host code or the harness already uses changes meaning.
+ALLOWED_INCLUDES = ("<cub/cub.cuh>", "<cooperative_groups.h>", "<cuda_pipeline.h>", "<cuda_fp16.h>",
+                    "<cuda_bf16.h>", "<mma.h>")  # fmt: skip
 _QUALIFIERS = re.compile(r"\b(const|__restrict__|__restrict|restrict)\b|__launch_bounds__\s*\([^)]*\)")
 
 
@@ -82,38 +101,288 @@ def _editable_spans(model: SourceModel, targets: set[str], entry: str | None = N
     return merged
 
 
-def _skeleton(model: SourceModel, targets: set[str], entry: str | None = None) -> tuple[bytes, list[tuple[str, bytes]]]:
-    """The file with editable regions cut out (device helpers dropped, targets replaced by markers)."""
-    data = model.text.encode("utf-8", errors="replace")
-    out = bytearray()
-    regions: list[tuple[str, bytes]] = []
-    pos = 0
-    for start, end, label in _editable_spans(model, targets, entry):
-        out += data[pos:start]
-        if label != "device":
-            out += f"\x00{label}\x00".encode()
-        regions.append((label, data[start:end]))
-        pos = end
-    out += data[pos:]
-    # Removing device helpers leaves blank lines that may differ in number; collapse whitespace-only runs.
-    text = re.sub(rb"\n[ \t]*(?=\n)", b"\n", bytes(out))
-    text = re.sub(rb"\n{2,}", b"\n", text)
-    return text, regions
+@dataclass
+class _Lex:
+    """A file's bytes, the comments the preprocessor sees, and the parse-tree comments it confirms."""
+
+    data: bytes
+    comments: list[tuple[int, int]]
+    confirmed: set[tuple[int, int]]
+    spec_spans: list[tuple[int, int]]
+
+    @classmethod
+    def of(cls, model: SourceModel) -> _Lex:
+        data = model.text.encode("utf-8", errors="replace")
+        comments = lexical.comment_ranges(data)
+        return cls(data, comments, set(comments), [(b.span.start_byte, b.span.end_byte) for b in model.spec_blocks])
+
+    def macro_body(self, start: int, end: int) -> str:
+        """A macro's replacement text (the parser keeps a ``//`` comment in it): comments and the blanks around
+        them become one space, ends stripped. Other whitespace stays (it may sit inside a string literal)."""
+        body = bytearray(self.data[start:end])
+        for cs, ce in self.comments:
+            if ce > start and cs < end:
+                a, b = max(cs, start) - start, min(ce, end) - start
+                body[a:b] = b"\x00" * (b - a)
+        text = re.sub(rb"[ \t]*\x00+[ \t]*", b" ", bytes(body)).strip()
+        return text.decode("utf-8", errors="replace")
+
+    def droppable(self, node: Node) -> bool:
+        """A comment node that is really a comment (confirmed by the lexical scan) and not part of a spec block."""
+        if (node.start_byte, node.end_byte) not in self.confirmed:
+            return False
+        return not any(s <= node.start_byte and node.end_byte <= e for s, e in self.spec_spans)
 
 
-def _first_diff_line(a: bytes, b: bytes) -> int:
-    al, bl = a.split(b"\n"), b.split(b"\n")
-    for i, (x, y) in enumerate(zip(al, bl, strict=False)):
+@dataclass
+class _Region:
+    """One editable function and the directives in it."""
+
+    label: str  # kernel:NAME or device (helpers are pooled: they may be split, merged, renamed)
+    name: str
+    start: int
+    end: int
+    directives: list[lexical.Directive]
+
+    @property
+    def frozen(self) -> bool:
+        """Its directives change what later code sees, so they stay as written (and where they are)."""
+        return any(not d.conditional for d in self.directives) or not lexical.conditionals_balance(self.directives)
+
+
+def _regions(model: SourceModel, targets: set[str], lex: _Lex) -> list[_Region]:
+    out: list[_Region] = []
+    for fn in model.functions:
+        outer = fn.outer_span or fn.span
+        if fn.kind == "global" and fn.name in targets and fn.has_body:
+            label = f"kernel:{fn.name}"
+        elif fn.kind == "device":
+            label = "device"
+        else:
+            continue
+        found = lexical.directives(lex.data, outer.start_byte, outer.end_byte, lex.comments, outer.start_line)
+        out.append(_Region(label, fn.name, outer.start_byte, outer.end_byte, found))
+    return out
+
+
+def _leaves(model: SourceModel) -> list[Node]:
+    if model.tree is None:
+        return []
+    found: list[Node] = []
+    stack = [model.tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.child_count == 0:
+            found.append(node)
+        else:
+            stack.extend(reversed(node.children))
+    return found
+
+
+def _skeleton(model: SourceModel, targets: set[str], lex: _Lex, entry: str | None = None,
+              cut: list[tuple[int, int]] | None = None, frozen: list[_Region] | None = None,
+              ) -> tuple[list[str], list[int]]:  # fmt: skip
+    """The file outside its editable regions as tokens, with the 0-based line of each.
+
+    Tokens are the parse tree's leaves, so whitespace and comments (confirmed ones, spec blocks
+    excepted) do not count; between two tokens stands ``"\\n"`` when a line ends there (directives end
+    at line ends), ``" "`` for other separation. A targeted kernel or spec stands as one marker; device
+    helpers and the ``cut`` ranges (allowed new includes) vanish. ``frozen`` regions put their directive
+    list in the skeleton where they are, so those directives cannot move across host code or change.
+    """
+    spans = [*_editable_spans(model, targets, entry), *((s, e, "device") for s, e in (cut or []))]
+    spans.sort()
+    data = lex.data
+    toks: list[str] = []
+    lines: list[int] = []
+    pending = ""
+    prev_end = 0
+    done_spans: set[int] = set()
+    frozen_at = {r.start: r for r in frozen or []}
+
+    def gap(upto: int) -> None:
+        nonlocal pending
+        g = data[prev_end:upto]
+        if not g:
+            return
+        if g.strip():
+            emit("gap:" + g.decode("utf-8", errors="replace"), -1)
+        elif b"\n" in g:
+            pending = "\n"
+        elif pending != "\n":
+            pending = " "
+
+    def emit(tok: str, line: int) -> None:
+        nonlocal pending
+        if pending and toks:
+            toks.append(pending)
+            lines.append(line)
+        pending = ""
+        toks.append(tok)
+        lines.append(line)
+
+    for leaf in _leaves(model):
+        k = next((i for i, (s, e, _) in enumerate(spans) if s <= leaf.start_byte and leaf.end_byte <= e and s < e), None)
+        if k is not None:
+            s, e, label = spans[k]
+            if k not in done_spans:
+                done_spans.add(k)
+                gap(s)
+                if label != "device":
+                    emit(f"\x00{label}\x00", leaf.start_point[0])
+                for r in sorted((r for st, r in frozen_at.items() if s <= st < e), key=lambda r: r.start):
+                    emit(f"\x00directives of {r.label}: " + " | ".join(d.text for d in r.directives) + "\x00",
+                         leaf.start_point[0])
+                if pending != "\n":
+                    pending = " "
+            prev_end = max(prev_end, e)
+            continue
+        if leaf.type == "comment" and lex.droppable(leaf):
+            gap(leaf.start_byte)
+            if pending != "\n":
+                pending = " "
+            prev_end = leaf.end_byte
+            continue
+        gap(leaf.start_byte)
+        text = data[leaf.start_byte : leaf.end_byte].decode("utf-8", errors="replace")
+        if leaf.type == "preproc_arg":
+            text = lex.macro_body(leaf.start_byte, leaf.end_byte)
+        elif leaf.is_missing:
+            text = f"<missing {leaf.type}>"
+        emit(text, leaf.start_point[0])
+        prev_end = leaf.end_byte
+    return toks, lines
+
+
+def _first_difference(a: list[str], b: list[str], b_lines: list[int]) -> int | None:
+    """The candidate's 0-based line where the token lists first differ."""
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
         if x != y:
-            return i
-    return min(len(al), len(bl))
+            return next((ln for ln in b_lines[i:] if ln >= 0), None)
+    if len(a) == len(b):
+        return None
+    return next((ln for ln in b_lines[len(a):] if ln >= 0), b_lines[-1] if b_lines else None)
 
 
-def _directive_in(region: bytes) -> str | None:
-    for raw in region.split(b"\n"):
-        line = raw.strip()
-        if line.startswith(b"#") and not line.startswith(b"#pragma"):
-            return line.decode("utf-8", errors="replace")[:80]
+def _include_nodes(model: SourceModel) -> list[Node]:
+    if model.tree is None:
+        return []
+    found: list[Node] = []
+    stack = [model.tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "preproc_include":
+            found.append(node)
+        else:
+            stack.extend(node.children)
+    return sorted(found, key=lambda n: n.start_byte)
+
+
+def _include_text(node: Node, data: bytes) -> tuple[str, Node | None]:
+    path = node.child_by_field_name("path")
+    if path is None:
+        return " ".join(data[node.start_byte : node.end_byte].decode("utf-8", errors="replace").split()), None
+    return "#include " + data[path.start_byte : path.end_byte].decode("utf-8", errors="replace"), path
+
+
+#: What may precede an added #include at file scope: the file's header zone.
+_HEADER_ZONE = frozenset({"comment", "preproc_include", "preproc_def", "preproc_function_def", "preproc_call"})
+
+
+def _added_includes(bm: SourceModel, cm: SourceModel, targets: set[str], entry: str | None,
+                    ) -> tuple[ScopeResult | None, list[tuple[int, int]]]:  # fmt: skip
+    """Check the ``#include`` lines the candidate adds outside its editable regions.
+
+    Returns the first violation, or the byte ranges of the permitted new includes (to leave out of the
+    candidate's skeleton). Includes inside editable regions are directives, judged there.
+    """
+    bdata = bm.text.encode("utf-8", errors="replace")
+    cdata = cm.text.encode("utf-8", errors="replace")
+
+    def outside(model: SourceModel, nodes: list[Node]) -> list[Node]:
+        spans = _editable_spans(model, targets, entry)
+        return [n for n in nodes if not any(s <= n.start_byte < e for s, e, _ in spans)]
+
+    have = Counter(_include_text(n, bdata)[0] for n in outside(bm, _include_nodes(bm)))
+    allowed = ", ".join(ALLOWED_INCLUDES)
+    cut: list[tuple[int, int]] = []
+    for node in outside(cm, _include_nodes(cm)):
+        text, path = _include_text(node, cdata)
+        if have[text] > 0:
+            have[text] -= 1
+            continue
+        line = node.start_point[0]
+        if path is None or path.type not in ("system_lib_string", "string_literal"):
+            return ScopeResult.violation(
+                f"the candidate adds an #include through a macro ({text!r} at line {line + 1}): only allow-listed "
+                f"CUDA toolkit headers may be added, spelled out, at the top among the file's #includes ({allowed})",
+                line), []  # fmt: skip
+        if path.type == "string_literal":
+            return ScopeResult.violation(
+                f"the candidate adds a quoted include ({text!r} at line {line + 1}): local files may not be added; only "
+                f"allow-listed CUDA toolkit headers in angle brackets may, at the top among the file's #includes "
+                f"({allowed})", line), []  # fmt: skip
+        header = text[len("#include ") :]
+        if header not in ALLOWED_INCLUDES:
+            return ScopeResult.violation(
+                f"the candidate adds {text!r} (line {line + 1}), which is not among the headers a rewrite may add to "
+                f"the file's #includes: {allowed}", line), []  # fmt: skip
+        if any(_include_text(n, cdata)[0] == text for n in _include_nodes(cm) if n.start_byte < node.start_byte):
+            return ScopeResult.violation(f"the candidate includes {header} twice (line {line + 1})", line), []
+        parent = node.parent
+        if parent is None or parent.type != "translation_unit":
+            return ScopeResult.violation(
+                f"the candidate adds {text!r} inside {parent.type if parent else 'a block'} (line {line + 1}): an "
+                "allow-listed header may be added only at file scope, at the top among or right after the file's "
+                "#includes", line), []  # fmt: skip
+        before = [c for c in parent.named_children if c.start_byte < node.start_byte]
+        code = next((c for c in before if c.type not in _HEADER_ZONE), None)
+        if code is not None:
+            return ScopeResult.violation(
+                f"the candidate adds {text!r} at line {line + 1}, after code (line {code.start_point[0] + 1}): an "
+                "allow-listed header may be added only at the top of the file, among or right after its #includes",
+                line), []  # fmt: skip
+        cut.append((node.start_byte, node.end_byte))
+    return None, cut
+
+
+def _directive_violation(bregions: list[_Region], cregions: list[_Region]) -> ScopeResult | None:
+    """New directives (or changed text) in the candidate's editable functions; unbalanced conditionals."""
+    have: dict[str, Counter[str]] = {}
+    for r in bregions:
+        have.setdefault(r.label, Counter()).update(d.text for d in r.directives)
+    balanced_base = {r.label for r in bregions if not lexical.conditionals_balance(r.directives)}
+    for r in cregions:
+        pool = have.setdefault(r.label, Counter())
+        for d in r.directives:
+            if pool[d.text] > 0:
+                pool[d.text] -= 1
+                continue
+            what = "new in this function" if r.label.startswith("kernel:") else "new among the __device__ helpers"
+            return ScopeResult.violation(
+                f"preprocessor directive {d.text[:80]!r} inside an editable region ({r.label}) is {what}: only "
+                "#pragma unroll / diagnostics pragmas may be added; a directive the baseline has there may be kept, "
+                "moved within it or deleted, not added or changed", d.line)  # fmt: skip
+    for r in cregions:
+        if not lexical.conditionals_balance(r.directives) and r.label not in balanced_base:
+            line = r.directives[-1].line if r.directives else None
+            return ScopeResult.violation(
+                f"the preprocessor conditionals in {r.label} ({r.name}) do not balance: an #if/#ifdef must end with "
+                "its #endif inside the same function, or it would decide which host code compiles", line)  # fmt: skip
+    return None
+
+
+def _pragma_operator_violation(model: SourceModel, regions: list[_Region], lex: _Lex,
+                               base_ops: Counter[str]) -> ScopeResult | None:  # fmt: skip
+    """``_Pragma("...")`` in an editable function: like ``#pragma``, only code-generation pragmas are new-able."""
+    for r in regions:
+        for text, off in lexical.pragma_operators(lex.data, r.start, r.end, lex.comments):
+            if lexical.codegen_pragma(text) or base_ops[text] > 0:
+                continue
+            line = lex.data[:off].count(b"\n")
+            return ScopeResult.violation(
+                f"_Pragma({text[:60]!r}) inside an editable region ({r.label}): only unroll / diagnostics pragmas may "
+                "be added (push_macro, pop_macro, redefine_extname and the like change what later code sees)", line)  # fmt: skip
     return None
 
 
@@ -138,24 +407,6 @@ def _editable_nodes(model: SourceModel, targets: set[str], pick: Callable[[Node,
                 found.append((text, label, node.start_point[0]))
                 break
     return sorted(found, key=lambda f: f[2])
-
-
-def _parsed_directives(model: SourceModel, targets: set[str]) -> list[tuple[str, str, int]]:
-    """Preprocessor directives (other than ``#pragma``) the parser finds inside an editable region.
-
-    The line-based check misses a directive that follows a comment (``/**/ #define ...`` is still a
-    directive: comments are whitespace to the preprocessor); the parse tree does not.
-    """
-
-    def directive(node: Node, data: bytes) -> str | None:
-        if not node.type.startswith("preproc_") or node.type in ("preproc_arg", "preproc_params"):
-            return None
-        text = data[node.start_byte : node.end_byte].decode("utf-8", errors="replace").strip()
-        if text.startswith("#pragma"):
-            return None
-        return text.splitlines()[0][:80] if text else node.type
-
-    return _editable_nodes(model, targets, directive)
 
 
 def _persistent_locals(model: SourceModel, targets: set[str]) -> list[tuple[str, str, int]]:
@@ -208,22 +459,39 @@ def check_scope(baseline: str, candidate: str, targets: list[str] | set[str], pa
                 "__restrict__ and __launch_bounds__ may change", cf.span.start_line)  # fmt: skip
         if (bf.template_params or "") != (cf.template_params or ""):
             return ScopeResult.violation(f"the candidate changed the template parameters of {name}", cf.span.start_line)
-    # Kernels outside the targets and host code must be identical: compare skeletons.
-    bs, _ = _skeleton(bm, tset, entry)
-    cs, cregions = _skeleton(cm, tset, entry)
+    blex, clex = _Lex.of(bm), _Lex.of(cm)
+    bad, cut = _added_includes(bm, cm, tset, entry)
+    if bad is not None:
+        return bad
+    bregions, cregions = _regions(bm, tset, blex), _regions(cm, tset, clex)
+    bad = _directive_violation(bregions, cregions)
+    if bad is not None:
+        return bad
+    base_ops = Counter(t for r in bregions for t, _ in lexical.pragma_operators(blex.data, r.start, r.end, blex.comments))
+    bad = _pragma_operator_violation(cm, cregions, clex, base_ops)
+    if bad is not None:
+        return bad
+    # Kernels outside the targets and host code must be the same token for token: compare skeletons.
+    bs, _ = _skeleton(bm, tset, blex, entry)
+    cs, clines = _skeleton(cm, tset, clex, entry, cut)
     if bs != cs:
-        line = _first_diff_line(bs, cs)
+        line = _first_difference(bs, cs, clines)
         return ScopeResult.violation(
             "the candidate changes code outside the targeted kernels and their __device__ helpers "
-            f"(host code, includes, macros, other kernels or another spec; first difference near skeleton line {line + 1})",
-        )  # fmt: skip
-    for label, region in cregions:
-        d = _directive_in(region)
-        if d is not None:
-            return ScopeResult.violation(f"preprocessor directive {d!r} inside an editable region ({label}); only #pragma is allowed")
-    for d, label, line in _parsed_directives(cm, tset):
-        return ScopeResult.violation(f"preprocessor directive {d!r} inside an editable region ({label}); only #pragma "
-                                     "is allowed", line)  # fmt: skip
+            "(host code, includes, macros, other kernels or another spec; first difference at line "
+            f"{line + 1 if line is not None else '?'})", line)  # fmt: skip
+    # Directives that change what later code sees stay where they are, in order, as written.
+    bfrozen = [r for r in bregions if r.frozen]
+    cfrozen = [r for r in cregions if r.frozen]
+    bs, _ = _skeleton(bm, tset, blex, entry, frozen=bfrozen)
+    cs, clines = _skeleton(cm, tset, clex, entry, cut, frozen=cfrozen)
+    if bs != cs:
+        line = _first_difference(bs, cs, clines)
+        labels = sorted({r.label for r in bfrozen + cfrozen})
+        return ScopeResult.violation(
+            f"the candidate moves, reorders or deletes preprocessor directives in {', '.join(labels)} that the baseline "
+            "has there: a function holding #define/#undef/#include (or a conditional that does not close inside it) "
+            "changes what the code after it sees, so its directives stay as written, in order", line)  # fmt: skip
     known = {d for d, _, _ in _persistent_locals(bm, tset)}
     for decl, label, line in _persistent_locals(cm, tset):
         if decl in known:
