@@ -7,10 +7,20 @@ temperature cancel. The speedup is the median over rounds of A/B; its confidence
 from a two-level bootstrap (resample rounds, then repetitions inside each round), which stays
 honest when repetitions within one process are correlated. A candidate is accepted only when the
 interval's lower bound clears ``1 + min_gain``; an A/A comparison therefore does not win.
+
+The gate tests sequentially (:func:`decision`): after ``min_rounds`` rounds it looks at the interval
+once per round and stops as soon as the lower bound clears the minimum gain (accept) or the upper
+bound falls below it (the candidate cannot reach it: not faster). Looking several times would let
+noise win more often than once in twenty, so every look uses a Bonferroni-adjusted level
+(:func:`look_confidence`: 95% over three looks is 98.3% at each), which keeps the chance that an A/A
+comparison is ever accepted at or below the single-look 5%. Repetitions per round scale with the
+kernel's duration (:func:`scaled_reps`): long kernels get fewer, since each process's start-up, not
+the launches, dominates the cost of short ones.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -44,7 +54,12 @@ def paired_speedup(
     baseline_rounds: list[list[float]], candidate_rounds: list[list[float]],
     n_boot: int = 4000, confidence: float = 0.95, seed: int = 0,
 ) -> SpeedupStats:
-    """Speedup of candidate over baseline (>1 = faster) with a bootstrap confidence interval."""
+    """Speedup of candidate over baseline (>1 = faster) with a bootstrap confidence interval.
+
+    Two levels, vectorised: each bootstrap replicate resamples the repetitions of every round (its
+    median ratio), then resamples the rounds and takes the median of their ratios. A round drawn twice
+    in one replicate reuses that replicate's resample of it.
+    """
     if len(baseline_rounds) != len(candidate_rounds) or not baseline_rounds:
         raise ValueError("need the same, non-zero number of baseline and candidate rounds")
     a = [np.asarray([t for t in r if np.isfinite(t) and t > 0], dtype=np.float64) for r in baseline_rounds]
@@ -55,15 +70,14 @@ def paired_speedup(
     point = float(np.median(ratios))
     rng = np.random.default_rng(seed)
     n = len(a)
-    boots = np.empty(n_boot)
-    for k in range(n_boot):
-        idx = rng.integers(0, n, n)
-        r = np.empty(n)
-        for j, i in enumerate(idx):
-            xa = a[i][rng.integers(0, a[i].size, a[i].size)]
-            xb = b[i][rng.integers(0, b[i].size, b[i].size)]
-            r[j] = _median(xa) / _median(xb)
-        boots[k] = np.median(r)
+    # per_round[i, k]: round i's ratio of resampled medians in replicate k.
+    per_round = np.empty((n, n_boot))
+    for i, (xa, xb) in enumerate(zip(a, b, strict=True)):
+        ma = np.median(xa[rng.integers(0, xa.size, (n_boot, xa.size))], axis=1)
+        mb = np.median(xb[rng.integers(0, xb.size, (n_boot, xb.size))], axis=1)
+        per_round[i] = ma / mb
+    picks = rng.integers(0, n, (n_boot, n))
+    boots = np.median(per_round[picks, np.arange(n_boot)[:, None]], axis=1)
     alpha = (1 - confidence) / 2
     lo, hi = (float(q) for q in np.quantile(boots, [alpha, 1 - alpha]))
     all_a, all_b = np.concatenate(a), np.concatenate(b)
@@ -79,6 +93,35 @@ def paired_speedup(
 def accepts(stats: SpeedupStats, min_gain_pct: float) -> bool:
     """The gate: the lower confidence bound must clear ``1 + min_gain``."""
     return stats.ci_low > 1.0 + min_gain_pct / 100.0
+
+
+def look_confidence(confidence: float, looks: int) -> float:
+    """The level of each of ``looks`` interim intervals that keeps the overall error at ``1 - confidence``."""
+    return 1.0 - (1.0 - confidence) / max(1, looks)
+
+
+def decision(stats: SpeedupStats, min_gain_pct: float) -> str:
+    """``accept`` (the interval clears the minimum gain), ``reject`` (it lies wholly below it: more rounds cannot
+    make the candidate pass) or ``continue``."""
+    if accepts(stats, min_gain_pct):
+        return "accept"
+    if stats.ci_high < 1.0 + min_gain_pct / 100.0:
+        return "reject"
+    return "continue"
+
+
+def scaled_reps(median_ms: float, reps: int, warmup: int, min_reps: int = 5,
+                budget_ms: float = 250.0) -> tuple[int, int]:  # fmt: skip
+    """Repetitions and warm-ups for the next rounds of a kernel that takes ``median_ms``.
+
+    At most ``reps`` (the configured count, which short kernels keep: their cost is the process start),
+    at least ``min_reps``, and about ``budget_ms`` of timed launches per process otherwise; one warm-up
+    suffices for a kernel of 10 ms or more (clocks and caches settle within the first launch).
+    """
+    if not math.isfinite(median_ms) or median_ms <= 0:
+        return reps, warmup
+    n = max(min(min_reps, reps), min(reps, math.ceil(budget_ms / median_ms)))
+    return n, (min(warmup, 1) if median_ms >= 10.0 else warmup)
 
 
 def roofline_floor_ms(footprint_bytes: int | None, peak_bytes_per_s: float | None,
