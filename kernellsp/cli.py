@@ -12,7 +12,7 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -213,6 +213,9 @@ def profile_cmd(
                                                   "setting, sm_90).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Profile even if a cached result exists.")] = False,
     top: Annotated[int, typer.Option(help="Findings to show per kernel.")] = 5,
+    html_out: Annotated[Path | None, typer.Option("--html", help="Also write the report as one self-contained HTML "
+                                                  "page: roofline chart, per-line stalls, findings (needs the "
+                                                  "'report' extra: plotly).")] = None,
 ) -> None:
     """Profile FILE's kernels under Nsight Compute: duration, roofline position, bottleneck, findings, hot lines."""
     import json
@@ -223,6 +226,8 @@ def profile_cmd(
     from kernellsp.source.spec import find_workspace_root, load_workspace_specs
 
     text = _read_cuda(file)
+    if html_out is not None:
+        _check_html_target(html_out)
     if save_report is not None:
         try:  # before the GPU work: a bad destination is a usage error, not a lost profile
             save_report.mkdir(parents=True, exist_ok=True)
@@ -249,6 +254,10 @@ def profile_cmd(
         raise _fail(str(exc)) from None
     except Cancelled:
         raise _fail("cancelled", 130) from None
+    if html_out is not None:
+        from kernellsp.report.html import Run
+
+        _write_html(html_out, [Run("profile", outcome, text)], f"kernellsp profile: {file.name}")
     if output_format == OutputFormat.json:
         typer.echo(json.dumps(outcome.to_dict(), indent=2, sort_keys=True, default=str))
         raise typer.Exit(0)
@@ -260,6 +269,28 @@ def profile_cmd(
     if outcome.reports:
         typer.echo("\nreports: " + ", ".join(outcome.reports))
     raise typer.Exit(0)
+
+
+def _check_html_target(path: Path) -> None:
+    """Before any GPU work: plotly is there and the page's folder exists (usage errors, not lost profiles)."""
+    from kernellsp.report.html import HtmlReportError, require_plotly
+
+    try:
+        require_plotly()
+    except HtmlReportError as exc:
+        raise _fail(f"--html: {exc}") from None
+    if not path.parent.is_dir():
+        raise _fail(f"--html {path}: no such folder {path.parent}")
+
+
+def _write_html(path: Path, runs: list[Any], title: str) -> None:
+    from kernellsp.report.html import profile_page
+
+    try:
+        path.write_text(profile_page(runs, title), encoding="utf-8")
+    except OSError as exc:
+        raise _fail(f"--html {path}: {exc.strerror or exc}") from None
+    err_console.print(f"wrote {path}", markup=False)
 
 
 def _read_cuda(file: Path) -> str:
@@ -360,6 +391,9 @@ def optimize(
     min_gain: Annotated[float | None, typer.Option(help="Minimum verified gain in percent (default 2).")] = None,
     seeds: Annotated[int, typer.Option(min=1, help="Input seeds for the correctness gate.")] = 3,
     gpu_host: Annotated[str | None, typer.Option("--gpu-host", help="Run on user@host over ssh.")] = None,
+    html_out: Annotated[Path | None, typer.Option("--html", help="Write the profile report of the baseline and "
+                                                  "the winner on one roofline chart (profiles both; needs the "
+                                                  "'report' extra: plotly).")] = None,
 ) -> None:
     """Propose rewrites, verify each (scope, correctness, sanitizer, timing) and keep only a proven winner."""
     import json
@@ -387,6 +421,8 @@ def optimize(
     if explain:
         _print_explain(file, text, entry, json_out)
         raise typer.Exit(0)
+    if html_out is not None:
+        _check_html_target(html_out)
     root = find_workspace_root(file)
     settings = _settings(file, gpu_host)
     runner, problem = _make_runner(settings)
@@ -446,7 +482,30 @@ def optimize(
             why = f"{result.final.kind}: {result.final.message}" if result.final else result.stop_reason
             typer.echo(f"{file}:{entry}: no verified improvement ({why}); the file is unchanged")
         typer.echo(f"evidence: {result.bundle}")
+    if html_out is not None:
+        _optimize_html(html_out, file, entry, result, runner, settings)
     raise typer.Exit(0 if result.accepted else 1)
+
+
+def _optimize_html(path: Path, file: Path, entry: str, result: Any, runner: Any, settings: Settings) -> None:
+    """Profile the baseline and the winner (only the optimized entry) and write both on one page."""
+    from kernellsp.profile.ncu import ProfileError, ProfileOptions, profile_file
+    from kernellsp.report.html import Run
+    from kernellsp.run.runner import RunnerError
+
+    texts = [("baseline", result.original_text)]
+    if result.accepted:
+        texts.append(("winner", result.champion_text))
+    runs = []
+    opts = ProfileOptions.from_settings(settings, kernels=[entry])
+    for label, text in texts:
+        try:
+            runs.append(Run(label, profile_file(file, text, runner, opts), text))
+        except (ProfileError, RunnerError) as exc:
+            err_console.print(f"note: no HTML report: profiling the {label} failed: {exc}", markup=False)
+            return
+    verdict = f"verified {result.final.message}" if result.accepted and result.final else "no verified improvement"
+    _write_html(path, runs, f"kernellsp optimize: {file.name}:{entry} ({verdict})")
 
 
 @app.command()

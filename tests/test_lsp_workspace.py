@@ -83,3 +83,10 @@ async def test_revert_refuses_unsaved_changes(client: LanguageClient, workspace:
     res = await _run(client, "kernellsp.revert", path.as_uri())
     assert res["reverted"] is False and "unsaved changes" in res["message"]
     assert path.read_text() == original + "// rewritten\n"
+
+
+async def test_show_profile_html_form(client: LanguageClient, workspace: Path) -> None:
+    uri = open_doc(client, workspace / "vector_add.cu")
+    res = await _run(client, "kernellsp.showProfile", uri, "html")
+    assert res["html"] is None and res["message"].startswith("no profile yet")
+    assert (await _run(client, "kernellsp.showProfile", uri)).startswith("no profile yet")

@@ -81,6 +81,26 @@ class _Rejected:
 _REJECTED = _Rejected()
 
 
+def _unreadable_answer(data: dict[str, Any], exc: JsonRpcInvalidParams) -> Any:
+    """The client's answer to one of our requests did not fit its result type.
+
+    ``null`` where a list was due (a client with no settings answers ``workspace/configuration`` so) means
+    "nothing": the request resolves to ``None`` at once. Anything else resolves the request with an error
+    that its caller handles (a log line), instead of a pop-up about our own request and a wait for a
+    timeout: pygls would otherwise leave the request pending.
+    """
+    from pygls.protocol.json_rpc import JsonRPCResponseMessage
+
+    if data.get("result") is None:
+        return JsonRPCResponseMessage(id=data["id"], jsonrpc="2.0", result=None)
+    detail = _validation_detail(exc.__cause__)
+    log.warning("the client's answer to request %r does not fit its type: %s", data["id"], detail)
+    return types.ResponseErrorMessage(
+        id=data["id"],
+        error=types.ResponseError(code=JsonRpcInvalidParams.CODE, message=f"unreadable answer: {detail}"),
+    )
+
+
 class KernelLspProtocol(LanguageServerProtocol):
     """pygls' protocol, plus an ``InvalidParams`` response for requests that do not validate."""
 
@@ -89,6 +109,8 @@ class KernelLspProtocol(LanguageServerProtocol):
         try:
             return super().structure_message(data)
         except JsonRpcInvalidParams as exc:
+            if "id" in data and "method" not in data and "error" not in data:
+                return _unreadable_answer(data, exc)
             if "id" not in data or "method" not in data:
                 raise
             method = str(data.get("method"))
@@ -135,6 +157,8 @@ class KernelLspServer(LanguageServer):
         #: version it was taken of (its lines hold for that version only).
         self.profiles: dict[str, Any] = {}
         self.profile_versions: dict[str, int | None] = {}
+        #: The text each profile was taken of (the HTML report shows those lines).
+        self.profile_texts: dict[str, str] = {}
         self.settings = Settings()
         self.options = ServerOptions()
         #: ``initializationOptions`` and the last ``workspace/configuration`` answer (camelCase).
@@ -260,6 +284,7 @@ class KernelLspServer(LanguageServer):
         self.results.pop(uri, None)
         self.profiles.pop(uri, None)
         self.profile_versions.pop(uri, None)
+        self.profile_texts.pop(uri, None)
         self.layers.pop(uri, None)
         self._models.pop(uri, None)
 

@@ -21,6 +21,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,8 @@ from kernellsp.run.runner import Runner, RunnerError, classify_failure
 from kernellsp.source import exprs, spec
 from kernellsp.source.model import SourceModel, parse_source
 
-PROFILE_VERSION = "profile-1"
+#: Part of the cache key: "profile-2" added per-line stall shares and the device facts (the HTML report).
+PROFILE_VERSION = "profile-2"
 #: The on-save set. MemoryWorkloadAnalysis_Tables is left to the deep set: it cost 2.0 of 5.4 s on an
 #: H200 (tests/bench/results/ncu-sections-h200.md) and the line rules take bank conflicts from SourceCounters.
 FAST_SECTIONS = ["SpeedOfLight", "LaunchStats", "Occupancy", "WarpStateStats", "SourceCounters"]
@@ -47,6 +49,14 @@ EXTRA_METRICS = [
     "lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed",
     "smsp__inst_executed_op_global_red.sum", "smsp__inst_executed_op_global_atom.sum",
 ]  # fmt: skip
+#: Peak rates for the roofline's ceilings, as ncu's own roofline section reads them (per cycle; constants
+#: of the chip: collecting them costs no replay pass).
+ROOFLINE_METRICS = [
+    "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained",
+    "dram__bytes.sum.peak_sustained",
+    "lts__t_bytes.sum.peak_sustained",
+    "lts__cycles_elapsed.avg.per_second",
+]
 
 Progress = Callable[[str, float | None], None]
 
@@ -75,6 +85,9 @@ class ProfileOptions:
     use_cache: bool = True
     save_report_dir: Path | None = None
     kernels: list[str] | None = None
+    #: ``time.monotonic()`` before which ncu must not start (the editor's debounce: a burst of saves builds at
+    #: once, in parallel with the wait, but only the newest save reaches the GPU). ``None``: no wait.
+    gpu_not_before: float | None = None
 
     @classmethod
     def from_settings(cls, settings: Any, **overrides: Any) -> ProfileOptions:
@@ -98,6 +111,9 @@ class KernelSummary:
     hot_lines: list[dict[str, Any]]
     metrics: dict[str, Any]
     ncu_rules: list[dict[str, Any]]
+    #: Every sampled line of the user's file: ``{"line": 1-based, "share": of the kernel's stall samples,
+    #: "stall": dominant reason, "stall_share": its share of the line's samples}`` (the HTML report).
+    line_stalls: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -187,6 +203,28 @@ def _query_environment(runner: Runner, timeout_s: float) -> dict[str, Any]:
     finally:
         runner.cleanup(wd)
     return env
+
+
+def device_facts(report: Any) -> dict[str, Any]:
+    """What the roofline's ceilings are computed from: the device's attributes, the clocks measured while
+    profiling, and ncu's per-cycle peaks when the report has them (:data:`ROOFLINE_METRICS`)."""
+    m: dict[str, float] = report.kernels[0].metrics if report.kernels else {}
+    return {
+        "gpu": report.gpu_name,
+        "compute_capability": report.compute_capability,
+        "sm_count": report.sm_count,
+        "sm_clock_hz": report.sm_clock_hz,
+        "max_sm_clock_hz": report.max_sm_clock_hz,
+        "dram_clock_hz": report.dram_clock_hz,
+        "max_mem_clock_hz": report.max_mem_clock_hz,
+        "memory_bus_width_bits": m.get("device__attribute_global_memory_bus_width"),
+        "l2_slices": m.get("device__attribute_l2s_count"),
+        "l2_bytes": m.get("device__attribute_l2_cache_size"),
+        "ffma_peak_per_cycle": m.get("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained"),
+        "dram_bytes_peak_per_cycle": m.get("dram__bytes.sum.peak_sustained"),
+        "l2_bytes_peak_per_cycle": m.get("lts__t_bytes.sum.peak_sustained"),
+        "l2_clock_hz": m.get("lts__cycles_elapsed.avg.per_second"),
+    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -393,6 +431,9 @@ def profile_findings(report: Any, model: SourceModel, path: str, ruleset: rules.
             name=kp.name, entry=entry, duration_ns=km.get("duration_ns"), dram_pct=km.get("dram_pct"),
             fp32_pct=km.get("fp32_pct_of_peak"), sm_pct=km.get("sm_pct"), bottleneck=bottleneck(km),
             hot_lines=_hot_lines(kp, 5), metrics={k: v for k, v in km.items() if isinstance(v, int | float | str)},
+            line_stalls=[{"line": ln, "share": lv["line_stall_share"], "stall": lv.get("line_dominant_stall"),
+                          "stall_share": lv.get("line_dominant_stall_share")}
+                         for ln, lv in sorted(lines.items()) if lv.get("line_stall_share")],
             ncu_rules=[{"id": r.rule_identifier, "type": r.type, "title": r.title,
                         "speedup_pct": r.estimated_speedup_pct} for r in kp.ncu_rules if r.type in ("OPT", "WRN")],
         ))  # fmt: skip
@@ -423,7 +464,7 @@ def _ncu_argv(ncu: str, options: ProfileOptions, out: str) -> list[str]:
     else:
         for s in options.sections:
             argv += ["--section", s]
-    argv += ["--metrics", ",".join(EXTRA_METRICS)]
+    argv += ["--metrics", ",".join(EXTRA_METRICS + ROOFLINE_METRICS)]
     return argv
 
 
@@ -436,44 +477,29 @@ def profile_file(
     """Profile every spec'd entry of ``path`` (or the program, if it has ``main`` and no spec)."""
     from kernellsp.profile import ReportError, load_report
     from kernellsp.run import harness as hz
+    from kernellsp.run.harness_build import build_harness
 
     opts = options or ProfileOptions()
     t0 = time.monotonic()
     report_progress = progress or (lambda _m, _p: None)
     model = parse_source(text, str(path))
     ruleset = ruleset or rules.load_rules(spec.find_workspace_root(path))
-    bound, issues = bind_specs(model, ws_specs or {}, None)
-    errors = [i for i in issues if i.severity == "error"]
-    valid = [b for b in bound
-             if not any(i.severity == "error" for i in spec.validate_against(b, model.function(b.entry), model))]
-    if opts.kernels:
-        unknown = [k for k in opts.kernels if k not in {b.entry for b in valid}]
-        if unknown:
-            known = ", ".join(b.entry for b in valid) or "none"
-            raise ProfileError(f"{path.name}: {', '.join(unknown)}: no valid launch spec for that entry "
-                               f"(entries with one: {known})", "no_spec")  # fmt: skip
-        valid = [b for b in valid if b.entry in opts.kernels]
-    program_mode = not valid and model.has_main
-    if not valid and not program_mode:
-        hint = ("fix the spec errors `kernellsp check` reports (KL003)" if errors
-                else "add a `/* kernellsp ... */` launch spec above an entry (the 'Add launch spec' code action drafts one)")
-        raise ProfileError(f"{path.name}: nothing to profile: no valid launch spec and no main(); {hint}", "no_spec")
+    valid, program_mode = _select(path, model, opts, ws_specs)
+    # Where the time goes (``--format json``'s environment.phases and the bench tables); see docs/speed.md.
+    phases: dict[str, float] = {"parse_s": time.monotonic() - t0}
     report_progress("querying the GPU", 2)
+    t = time.monotonic()
     # A copy: the report's own values are added below, and a caller may pass one environment for many files.
     env = dict(environment or runner_environment(runner))
-    phases: dict[str, float] = {"environment_s": time.monotonic() - t0}
-    key = cache.digest(
-        PROFILE_VERSION, text, *(spec.spec_to_toml(b.spec, True) for b in valid), opts.arch,
-        " ".join(opts.sections), str(opts.deep), opts.deep_set, str(opts.seed), str(opts.shape),
-        str(env.get("gpu")), str(env.get("driver")), str(env.get("ncu_version")), str(env.get("nvcc_version")),
-        *(p.read_bytes().decode("utf-8", "replace") for p in local_includes(model, path)),
-    )  # fmt: skip
+    phases["environment_s"] = time.monotonic() - t
+    key = profile_key(path, text, model, valid, opts, env)
     if opts.use_cache and opts.save_report_dir is None:
         hit = cache.get("profile", key)
         if hit is not None:
             outcome = ProfileOutcome.from_dict(hit)
             outcome.cached = True
             return outcome
+    t = time.monotonic()
     nvcc = runner.require("nvcc")
     ncu = runner.require("ncu")
     wd = runner.new_workdir()
@@ -483,12 +509,12 @@ def profile_file(
     local_tmp = Path(tempfile.mkdtemp(prefix="kernellsp-profile-"))
     try:
         files = _sources(path, text, model)
-        jobs: list[tuple[str | None, list[str], list[str]]] = []  # (entry, build argv, run argv)
+        jobs: list[_Job] = []
         if program_mode:
             exe = "prog"
             build_argv = [nvcc, "-O3", f"-arch={opts.arch}", "-lineinfo", "-o", exe, f"src/{path.name}"]
             run_argv = [*_ncu_argv(ncu, opts, "prof_program"), "--launch-count", str(opts.max_launches), f"./{exe}"]
-            jobs.append((None, build_argv, run_argv))
+            jobs.append(_Job("program", None, exe, run_argv, build_argv=build_argv))
         else:
             for b in valid:
                 try:
@@ -497,70 +523,97 @@ def profile_file(
                     notes.append(f"{b.entry}: {exc}")
                     continue
                 hname = f"harness_{b.entry}.cu"
-                files[hname] = hz.generate_harness(plan, f"src/{path.name}").encode()
+                # The split build's entry unit: the harness runtime is a shared object compiled once per toolchain.
+                files[hname] = hz.generate_harness(plan, f"src/{path.name}", split=True).encode()
                 exe = f"h_{b.entry}"
-                build_argv = [nvcc if a == "nvcc" else a for a in
-                              hz.harness_compile_command(hname, exe, opts.arch, list(b.spec.flags))]  # fmt: skip
                 run_argv = [*_ncu_argv(ncu, opts, f"prof_{b.entry}"), "--profile-from-start", "off",
                             f"./{exe}", "--mode", "profile", "--shape", str(opts.shape), "--seed", str(opts.seed),
                             "--out", f"out_{b.entry}"]  # fmt: skip
-                jobs.append((b.entry, build_argv, run_argv))
+                jobs.append(_Job(b.entry, b.entry, exe, run_argv, harness_cu=hname, flags=list(b.spec.flags)))
         if not jobs:
             raise ProfileError(f"{path.name}: no entry could be profiled: " + "; ".join(notes), "no_spec")
         runner.put(files, wd)
-        phases["prepare_s"] = time.monotonic() - t0
-        src_digest = cache.digest(*(f"{k}\0{v.decode('utf-8', 'replace')}" for k, v in sorted(files.items())))
-        for i, (entry, build_argv, run_argv) in enumerate(jobs):
-            label = entry or "program"
-            report_progress(f"building {label}", 5 + 90 * i / len(jobs))
+        phases["plan_s"] = time.monotonic() - t
+        user_files = {k: v for k, v in files.items() if k.startswith("src/")}
+
+        def build(job: _Job) -> tuple[int, str, dict[str, float]]:
+            """One entry's build: (exit code, output, sub-phases)."""
             tb = time.monotonic()
-            exe = build_argv[build_argv.index("-o") + 1]
-            bkey = cache.digest("bin", src_digest, " ".join(build_argv), str(env.get("nvcc_version")))
-            res = runner.cached_build(bkey, build_argv, exe, wd, opts.build_timeout_s, cancel, opts.use_cache)
-            phases[f"build_{label}_s"] = time.monotonic() - tb
-            if res.returncode != 0:
-                raise ProfileError(f"building {label} for profiling failed: {_tail(res.output, 6)}", "build")
-            report_progress(f"profiling {label} with ncu", 5 + 90 * (i + 0.5) / len(jobs))
-            tn = time.monotonic()
-            res = runner.run(run_argv, wd, opts.timeout_s, cancel, gpu_lock=True)
-            phases[f"ncu_{label}_s"] = time.monotonic() - tn
-            out_name = run_argv[run_argv.index("--export") + 1] + ".ncu-rep"
-            fetched = runner.get(wd, [out_name, "ncu.log"], local_tmp / label)
-            log = ""
-            log_path = local_tmp / label / "ncu.log"
-            if log_path.is_file():
-                log = log_path.read_text(errors="replace")
-            failure = classify_failure(res.output + log)
-            if failure is not None:
-                raise ProfileError(str(failure), failure.kind)
-            rep = local_tmp / label / out_name
-            if rep not in fetched or not rep.is_file():
+            own = {**user_files, **({job.harness_cu: files[job.harness_cu]} if job.harness_cu else {})}
+            src_key = cache.digest(*(f"{k}\0{v.decode('utf-8', 'replace')}" for k, v in sorted(own.items())))
+            if job.harness_cu is None:
+                assert job.build_argv is not None
+                bkey = cache.digest("bin", src_key, " ".join(job.build_argv), str(env.get("nvcc_version")))
+                res = runner.cached_build(bkey, job.build_argv, job.exe, wd, opts.build_timeout_s, cancel, opts.use_cache)
+                return res.returncode, res.output, {"total_s": time.monotonic() - tb}
+            hb = build_harness(runner, wd, job.harness_cu, job.exe, opts.arch, job.flags, nvcc=nvcc,
+                               nvcc_version=env.get("nvcc_version"), sources_key=src_key,
+                               timeout_s=opts.build_timeout_s, cancel=cancel, use_cache=opts.use_cache)  # fmt: skip
+            return hb.returncode, hb.output, {**hb.phases, "total_s": time.monotonic() - tb}
+
+        # Every entry builds at once (nvcc is CPU work); each one's ncu run starts as soon as its own build is
+        # done and the GPU is free, so the builds of later entries overlap the GPU work of earlier ones.
+        tbuild = time.monotonic()
+        pool = ThreadPoolExecutor(max_workers=max(1, min(len(jobs), 4)), thread_name_prefix="kernellsp-profile-build")
+        try:
+            futures = [pool.submit(build, job) for job in jobs]
+            report_progress("building " + ", ".join(j.label for j in jobs), 5)
+            for i, (job, fut) in enumerate(zip(jobs, futures, strict=True)):
+                label = job.label
+                rc, output, bphases = fut.result()
+                phases[f"build_{label}_s"] = bphases.pop("total_s")
+                phases.update({f"build_{label}_{k}": v for k, v in bphases.items()})
+                if rc != 0:
+                    raise ProfileError(f"building {label} for profiling failed: {_tail(output, 6)}", "build")
+                if i == 0:
+                    phases["build_s"] = time.monotonic() - tbuild
+                    if opts.gpu_not_before is not None:
+                        tw = time.monotonic()
+                        _wait_until(opts.gpu_not_before, cancel)
+                        phases["debounce_wait_s"] = time.monotonic() - tw
+                report_progress(f"profiling {label} with ncu", 5 + 90 * (i + 0.5) / len(jobs))
+                res, log, fetched, out_name, seconds = _run_ncu(runner, wd, job.run_argv, opts, cancel, local_tmp / label)
+                phases[f"ncu_{label}_s"] = seconds
+                phases["ncu_s"] = phases.get("ncu_s", 0.0) + seconds
+                failure = classify_failure(res.output + log)
+                if failure is not None:
+                    raise ProfileError(str(failure), failure.kind)
+                rep = local_tmp / label / out_name
+                if rep not in fetched or not rep.is_file():
+                    if res.returncode != 0:
+                        raise ProfileError(f"{label} failed under ncu (exit {res.returncode}): "
+                                           f"{_tail(res.output + log, 6)}", "crash")  # fmt: skip
+                    raise ProfileError(f"ncu profiled no kernel of {label}: {_tail(log or res.output, 4)}", "no_kernels")
                 if res.returncode != 0:
-                    raise ProfileError(f"{label} failed under ncu (exit {res.returncode}): {_tail(res.output + log, 6)}",
-                                       "crash")  # fmt: skip
-                raise ProfileError(f"ncu profiled no kernel of {label}: {_tail(log or res.output, 4)}", "no_kernels")
-            if res.returncode != 0:
-                notes.append(f"{label} exited {res.returncode} under ncu: {_tail(res.output, 2)}")
-            reports.append((label, rep))
+                    notes.append(f"{label} exited {res.returncode} under ncu: {_tail(res.output, 2)}")
+                reports.append((label, rep))
+        finally:
+            # A failed or cancelled profile does not wait for the other entries' builds (cancel kills them).
+            pool.shutdown(wait=False, cancel_futures=True)
         findings: list[Finding] = []
         summaries: list[KernelSummary] = []
         specs_by_entry = {b.entry: b for b in valid}
         saved: list[str] = []
-        tr = time.monotonic()
+        phases["report_s"] = phases["rules_s"] = 0.0
         for label, rep in reports:
+            tr = time.monotonic()
             try:
                 # SASS text is not needed by the rules; disassembling it costs about a second.
                 report = load_report(rep, sass=False)
             except ReportError as exc:
                 raise ProfileError(f"cannot read the ncu report of {label}: {exc}", "report") from None
+            phases["report_s"] += time.monotonic() - tr
+            tr = time.monotonic()
             for kp in report.kernels:
                 entry_of.setdefault(kp.name, None if label == "program" else label)
             f, s = profile_findings(report, model, str(path), ruleset, specs_by_entry, entry_of)
+            phases["rules_s"] += time.monotonic() - tr
             findings.extend(f)
             summaries.extend(s)
             env.setdefault("report_ncu_version", report.ncu_version)
             env.setdefault("clocks_under_ncu_hz", report.sm_clock_hz)
-        phases["read_and_rules_s"] = time.monotonic() - tr
+            env.setdefault("device", device_facts(report))
+        phases["total_s"] = time.monotonic() - t0
         env = {**env, "phases": phases}
         findings.sort(key=lambda f: (-f.impact, f.range.start_line, f.code))
         outcome = ProfileOutcome(path=str(path), findings=findings, kernels=summaries, environment=env,
@@ -583,6 +636,104 @@ def profile_file(
     finally:
         runner.cleanup(wd)
         shutil.rmtree(local_tmp, ignore_errors=True)
+
+
+@dataclass
+class _Job:
+    """One thing to profile: a spec'd entry's harness (split build) or the program itself."""
+
+    label: str
+    entry: str | None
+    exe: str
+    run_argv: list[str]
+    build_argv: list[str] | None = None
+    harness_cu: str | None = None
+    flags: list[str] = field(default_factory=list)
+
+
+def _select(path: Path, model: SourceModel, opts: ProfileOptions,
+            ws_specs: dict[str, spec.KernelSpec] | None) -> tuple[list[spec.BoundSpec], bool]:  # fmt: skip
+    """The entries to profile (valid specs, ``--kernel`` applied) and whether the program runs instead."""
+    bound, issues = bind_specs(model, ws_specs or {}, None)
+    errors = [i for i in issues if i.severity == "error"]
+    valid = [b for b in bound
+             if not any(i.severity == "error" for i in spec.validate_against(b, model.function(b.entry), model))]  # fmt: skip
+    if opts.kernels:
+        unknown = [k for k in opts.kernels if k not in {b.entry for b in valid}]
+        if unknown:
+            known = ", ".join(b.entry for b in valid) or "none"
+            raise ProfileError(f"{path.name}: {', '.join(unknown)}: no valid launch spec for that entry "
+                               f"(entries with one: {known})", "no_spec")  # fmt: skip
+        valid = [b for b in valid if b.entry in opts.kernels]
+    program_mode = not valid and model.has_main
+    if not valid and not program_mode:
+        hint = ("fix the spec errors `kernellsp check` reports (KL003)" if errors
+                else "add a `/* kernellsp ... */` launch spec above an entry (the 'Add launch spec' code action drafts one)")  # fmt: skip
+        raise ProfileError(f"{path.name}: nothing to profile: no valid launch spec and no main(); {hint}", "no_spec")
+    return valid, program_mode
+
+
+def profile_key(path: Path, text: str, model: SourceModel, valid: list[spec.BoundSpec], opts: ProfileOptions,
+                env: dict[str, Any]) -> str:  # fmt: skip
+    """The profile cache key: the content (file, local includes, specs), what is collected, and the GPU and tools."""
+    return cache.digest(
+        PROFILE_VERSION, text, *(spec.spec_to_toml(b.spec, True) for b in valid), opts.arch,
+        " ".join(opts.sections), str(opts.deep), opts.deep_set, str(opts.seed), str(opts.shape),
+        str(env.get("gpu")), str(env.get("driver")), str(env.get("ncu_version")), str(env.get("nvcc_version")),
+        *(p.read_bytes().decode("utf-8", "replace") for p in local_includes(model, path)),
+    )  # fmt: skip
+
+
+def cached_profile(path: Path, text: str, runner: Runner, options: ProfileOptions | None = None,
+                   ws_specs: dict[str, spec.KernelSpec] | None = None) -> ProfileOutcome | None:  # fmt: skip
+    """The cached outcome of :func:`profile_file` for exactly this content, or ``None``; never builds or runs.
+
+    The editor asks this first on every save: an unchanged file is answered at once, without the debounce.
+    The runner's identity comes from its own cache (:func:`runner_environment`); when that has expired the
+    answer is ``None`` rather than a query of the GPU host.
+    """
+    opts = options or ProfileOptions()
+    if not opts.use_cache or opts.save_report_dir is not None:
+        return None
+    env = cache.get("env", cache.digest("env", runner.name))
+    if env is None:
+        return None
+    model = parse_source(text, str(path))
+    try:
+        valid, _ = _select(path, model, opts, ws_specs)
+    except ProfileError:
+        return None
+    hit = cache.get("profile", profile_key(path, text, model, valid, opts, env))
+    if hit is None:
+        return None
+    outcome = ProfileOutcome.from_dict(hit)
+    outcome.cached = True
+    return outcome
+
+
+def _wait_until(deadline: float, cancel: threading.Event | None) -> None:
+    """Sleep until ``time.monotonic() >= deadline``; raises :class:`Cancelled` as soon as ``cancel`` is set."""
+    from kernellsp.build.nvcc import Cancelled
+
+    while (left := deadline - time.monotonic()) > 0:
+        if cancel is not None:
+            if cancel.wait(min(left, 0.05)):
+                raise Cancelled("profile (debounce)")
+        else:
+            time.sleep(left)
+
+
+def _run_ncu(runner: Runner, wd: str, run_argv: list[str], opts: ProfileOptions, cancel: threading.Event | None,
+             dest: Path) -> tuple[Any, str, list[Path], str, float]:  # fmt: skip
+    """Run one ncu command on the GPU; returns (result, ncu log, fetched files, report name, seconds)."""
+    tn = time.monotonic()
+    res = runner.run(run_argv, wd, opts.timeout_s, cancel, gpu_lock=True)
+    seconds = time.monotonic() - tn
+    out_name = run_argv[run_argv.index("--export") + 1] + ".ncu-rep"
+    fetched = runner.get(wd, [out_name, "ncu.log"], dest)
+    log_path = dest / "ncu.log"
+    log = log_path.read_text(errors="replace") if log_path.is_file() else ""
+    return res, log, fetched, out_name, seconds
 
 
 def _tail(text: str, n: int) -> str:

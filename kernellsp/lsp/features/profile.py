@@ -7,7 +7,8 @@ The job runs :func:`kernellsp.profile.ncu.profile_file` in the dedicated executo
 nvcc and ncu), reports ``$/progress``, and publishes its findings as the ``"profile"`` layer next
 to the static ones, with the version it started from. Results are cached by content hash, so
 re-saving an unchanged file publishes at once without touching the GPU. ``kernellsp.showProfile``
-returns the last profile as text (the same report as ``kernellsp profile``).
+returns the last profile as text (the same report as ``kernellsp profile``) or, asked for ``"html"``, as
+the HTML page of ``kernellsp profile --html`` (VS Code shows it in a webview).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from kernellsp.lsp.convert import RangeMapper, diagnostic
 from kernellsp.lsp.jobs import ProgressReporter
 from kernellsp.lsp.server import KernelLspServer
 from kernellsp.profile.ncu import ProfileError, ProfileOptions, format_outcome, profile_file
+from kernellsp.report.html import HtmlReportError, Run, profile_page
 from kernellsp.rules.engine import load_rules
 from kernellsp.run.runner import RunnerError
 from kernellsp.source import spec
@@ -85,6 +87,7 @@ def maybe_start_profile(ls: KernelLspServer, uri: str, version: int | None, text
                             related_information=opts.related_information) for f in outcome.findings]  # fmt: skip
         ls.profiles[uri] = outcome
         ls.profile_versions[uri] = version
+        ls.profile_texts[uri] = text
         ls.publish_layer(uri, KIND, version, diags)
         progress.report(f"{len(diags)} profile finding(s)" + (" (cached)" if outcome.cached else ""), 100)
         return outcome
@@ -92,12 +95,27 @@ def maybe_start_profile(ls: KernelLspServer, uri: str, version: int | None, text
     return ls.jobs.start(uri, KIND, f"Profiling {path.name}", job, delay_s=DELAY_S)
 
 
-async def show_profile(ls: KernelLspServer, uri: str) -> str:
-    """``kernellsp.showProfile(uri)``: the last profile of the document as text."""
+async def show_profile(ls: KernelLspServer, uri: str, *options: str) -> Any:
+    """``kernellsp.showProfile(uri[, "html"])``: the last profile of the document.
+
+    As text (the same report as ``kernellsp profile``), or with ``"html"`` as
+    ``{"html": page, "title": ...}`` (the page of ``kernellsp profile --html``) or ``{"message": why not}``.
+    (pygls counts a command's parameters: the optional form is a variadic one.)
+    """
+    form = options[0] if options else "text"
     outcome = ls.profiles.get(uri)
+    name = ls.document_path(uri).name
     if outcome is None:
-        return "no profile yet: save the file with a launch spec and a GPU configured (runner, gpuHost)"
-    return format_outcome(outcome, ls.document_path(uri).name)
+        why = "no profile yet: save the file with a launch spec and a GPU configured (runner, gpuHost)"
+        return {"html": None, "message": why} if form == "html" else why
+    if form != "html":
+        return format_outcome(outcome, name)
+    text = ls.profile_texts.get(uri) or ls.workspace.get_text_document(uri).source
+    try:
+        page = await ls.jobs.run_blocking(profile_page, [Run("profile", outcome, text)], f"kernellsp profile: {name}")
+    except HtmlReportError as exc:
+        return {"html": None, "message": str(exc)}
+    return {"html": page, "title": f"Profile: {name}"}
 
 
 def register(ls: KernelLspServer) -> None:
