@@ -19,7 +19,7 @@ from typing import Any
 from kernellsp import __version__
 from kernellsp.check import CheckReport
 from kernellsp.findings import Finding, Severity
-from kernellsp.rules.engine import RuleSet
+from kernellsp.rules.engine import Rule, RuleSet
 
 JSON_SCHEMA_VERSION = 1
 _COLOURS = {"error": "\x1b[1;31m", "warning": "\x1b[1;33m", "info": "\x1b[1;36m", "hint": "\x1b[2m"}
@@ -111,6 +111,19 @@ _SARIF_PROBLEM = {Severity.error: "error", Severity.warning: "warning", Severity
                   Severity.hint: "recommendation"}  # fmt: skip
 
 
+#: Rule categories about whether the code is right, not how fast it is.
+_CORRECTNESS = frozenset({"hazard", "build", "spec"})
+
+
+def sarif_tags(rule: Rule) -> list[str]:
+    """A rule's SARIF tags, each once: ``cuda``, ``correctness`` or ``performance``, its category, and
+    ``profile`` for rules that need a GPU profile (GitHub shows them as filters)."""
+    tags = ["cuda", "correctness" if rule.category in _CORRECTNESS else "performance", rule.category]
+    if rule.source == "profile":
+        tags.append("profile")
+    return list(dict.fromkeys(tags))
+
+
 def _line_hash(f: Finding, text_lines: dict[str, list[str]]) -> str:
     lines = text_lines.get(f.path)
     content = lines[f.range.start_line].strip() if lines and f.range.start_line < len(lines) else ""
@@ -135,8 +148,7 @@ def format_sarif(report: CheckReport, ruleset: RuleSet) -> str:
             "help": {"text": f"{r.fix}\n\n{' '.join(r.guidance.split())}",
                      "markdown": f"**Fix:** {r.fix}\n\n{' '.join(r.guidance.split())}"},
             "defaultConfiguration": {"level": _SARIF_LEVEL[r.severity]},
-            "properties": {"tags": ["cuda", "performance" if r.category not in ("hazard", "build", "spec")
-                                    else r.category, r.category],
+            "properties": {"tags": sarif_tags(r),
                            "precision": "high" if r.source == "profile" or r.emitter else "medium",
                            "problem.severity": _SARIF_PROBLEM[r.severity]},
             **({"helpUri": r.references[0]} if r.references else {}),
