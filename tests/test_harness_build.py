@@ -99,7 +99,7 @@ def test_runtime_compiles_once_and_entry_units_link_against_it(fresh_cache: Path
     if nm is not None:
         unit_syms = subprocess.run([nm, "-C", str(Path(wd) / "h.o")], capture_output=True, text=True).stdout
         rt_syms = subprocess.run(
-            [nm, "-C", str(Path(wd) / hb.RUNTIME_OBJECT)], capture_output=True, text=True
+            [nm, "-C", str(Path(wd) / f"h.{hb.RUNTIME_OBJECT}")], capture_output=True, text=True
         ).stdout
         assert " T kernellsp_h::entry_launch" in unit_syms and "kernellsp_h::kShapes" in unit_syms
         assert "kernellsp_h_fill_kernel" not in unit_syms and "kernellsp_h_fill_kernel" in rt_syms

@@ -74,7 +74,8 @@ def host_toolchain_flags(flags: Sequence[str]) -> list[str]:
     return out
 
 
-def runtime_compile_command(arch: str, nvcc: str = "nvcc", extra_flags: Iterable[str] = ()) -> list[str]:
+def runtime_compile_command(arch: str, nvcc: str = "nvcc", extra_flags: Iterable[str] = (),
+                            out: str = RUNTIME_OBJECT, src: str = RUNTIME_SOURCE) -> list[str]:  # fmt: skip
     """``nvcc -O3 -arch=ARCH -std=c++17 [-ccbin ...] -c -o kl_runtime.o kl_runtime.cu``.
 
     Only the host-toolchain flags of the spec reach the runtime unit: the spec's other flags
@@ -82,7 +83,7 @@ def runtime_compile_command(arch: str, nvcc: str = "nvcc", extra_flags: Iterable
     away from the runtime keeps its input generation identical for every entry.
     """
     return [nvcc, "-O3", f"-arch={arch}", "-std=c++17", *host_toolchain_flags(list(extra_flags)),
-            "-c", "-o", RUNTIME_OBJECT, RUNTIME_SOURCE]  # fmt: skip
+            "-c", "-o", out, src]  # fmt: skip
 
 
 def unit_compile_command(harness_cu: str, obj: str, arch: str, extra_flags: Iterable[str] = (),
@@ -223,14 +224,19 @@ def build_harness(
     """
     flags = list(extra_flags)
     obj = f"{exe}.o"
+    # Per executable: several builds (baseline and candidate, a file's entries) share one scratch directory.
+    rt_obj = f"{exe}.{RUNTIME_OBJECT}"
     unit_cmd = unit_compile_command(harness_cu, obj, arch, flags, nvcc)
-    link_cmd = link_command([obj, RUNTIME_OBJECT], exe, arch, flags, nvcc)
+    link_cmd = link_command([obj, rt_obj], exe, arch, flags, nvcc)
     phases: dict[str, float] = {}
     use_cache = use_cache and os.environ.get("KERNELLSP_NO_CACHE") != "1"
     if not use_cache:
-        runner.put({RUNTIME_SOURCE: runtime_unit_source().encode()}, workdir)
+        rt_src = f"{exe}.{RUNTIME_SOURCE}"
+        runner.put({rt_src: runtime_unit_source().encode()}, workdir)
         t = time.monotonic()
-        rt = runner.run(runtime_compile_command(arch, nvcc, flags), workdir, timeout_s, cancel)
+        rt = runner.run(
+            runtime_compile_command(arch, nvcc, flags, rt_obj, rt_src), workdir, timeout_s, cancel
+        )
         phases["runtime_compile_s"] = time.monotonic() - t
         if rt.returncode != 0:
             return HarnessBuild(rt, phases=phases, failed_step="runtime")
@@ -253,11 +259,11 @@ def build_harness(
     if rkey is not None:
         t = time.monotonic()
         rt = _wait(rfut, cancel)
-        if rt.returncode == 0 and not runner.bin_cache_fetch(rkey, RUNTIME_OBJECT, workdir):
+        if rt.returncode == 0 and not runner.bin_cache_fetch(rkey, rt_obj, workdir):
             # Someone cleared the cache after the object was built: build it again (once).
             rkey, rfut = ensure_runtime(runner, arch, nvcc, nvcc_version, timeout_s, flags, fresh=True)
             rt = _wait(rfut, cancel)
-            if rt.returncode == 0 and not runner.bin_cache_fetch(rkey, RUNTIME_OBJECT, workdir):
+            if rt.returncode == 0 and not runner.bin_cache_fetch(rkey, rt_obj, workdir):
                 rt = RunResult(
                     1, "", f"the harness runtime object could not be kept in the binary cache ({rkey})", 0.0
                 )
