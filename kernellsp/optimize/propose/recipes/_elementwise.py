@@ -40,7 +40,7 @@ from kernellsp.optimize.propose.recipes.base import (
     signature_text,
 )
 from kernellsp.source import spec as specmod
-from kernellsp.source.ir import THREAD_SYMBOLS, Access, KernelIR, Poly, walk
+from kernellsp.source.ir import THREAD_SYMBOLS, Access, Atomic, KernelIR, Poly, walk
 
 if TYPE_CHECKING:
     import tree_sitter
@@ -89,6 +89,8 @@ class ElementLoop:
     chunk_text: str | None = None
     #: Names the user gave the element index (for --explain).
     index_names: list[str] = field(default_factory=list)
+    #: Reductions: the atomics that combine each element's value into one address.
+    atomics: list[Atomic] = field(default_factory=list)
 
     def binding(self, ctx: RecipeContext) -> dict[str, str]:
         ins = [s.param for s in self.streams if s.reads]
@@ -115,8 +117,11 @@ class ElementLoop:
 
 
 def _is_uniform(ir: KernelIR, node: tree_sitter.Node) -> bool:
-    """No thread builtins, no index variables, no memory writes: the same value in every thread."""
-    if ir.uses_builtin(node):
+    """No thread/block indices, no index variables, no memory writes: the same value in every thread.
+
+    ``blockDim``/``gridDim`` are uniform across the grid (``int stride = blockDim.x * gridDim.x;``).
+    """
+    if ir.uses_builtin(node, ("threadIdx", "blockIdx")):
         return False
     ids = ir.identifiers(node)
     if ids & set(ir.index_vars):
@@ -153,6 +158,8 @@ def _index_decl(ir: KernelIR, node: tree_sitter.Node) -> bool:
             return False
         if name in ir.index_vars:
             continue
+        if any(lp.var == name and lp.grid_stride for lp in ir.loops):
+            continue  # `int i = gid;` of a `while (i < n) { ...; i += stride; }` grid-stride loop
         if var.is_pointer and var.points_to is not None:
             continue  # `const float* p = src + start;`: resolved into accesses by the IR
         # `int len = min(chunk, n - start)`: a chunk-loop bound, resolved by the chunk analysis.
@@ -175,14 +182,19 @@ def _stmts(node: tree_sitter.Node) -> list[tree_sitter.Node]:
     return [node]
 
 
-def analyse(ctx: RecipeContext) -> ElementLoop | Decline:
-    """Recognise an element loop in ``ctx.kernel`` (see the module docstring), or say why not."""
+def analyse(ctx: RecipeContext, reduce: str = "") -> ElementLoop | Decline:
+    """Recognise an element loop in ``ctx.kernel`` (see the module docstring), or say why not.
+
+    With ``reduce="atomic"``, the element body may instead combine a value into one address with an
+    atomic (``atomicAdd(out, x[i])``); with ``reduce="scatter"``, into a data-dependent address of one
+    buffer (``atomicAdd(&bins[data[i]], 1)``). Those atomics are returned in ``ElementLoop.atomics``.
+    """
     ir = ctx.ir
     if ir.barriers or ir.warp_ops:
         return Decline(
             "the kernel synchronises threads (__syncthreads/__syncwarp/shuffles): elements are not independent"
         )
-    if ir.atomics:
+    if ir.atomics and not reduce:
         return Decline(
             "the kernel uses atomics: not an elementwise map (the reduction/histogram recipes handle those)"
         )
@@ -190,7 +202,7 @@ def analyse(ctx: RecipeContext) -> ElementLoop | Decline:
         return Decline("the kernel uses __shared__ memory: elements are not independent")
     if any("printf" in c for c in ir.calls):
         return Decline("the kernel calls printf: reordering elements would change its output")
-    if not ir.stores():
+    if not ir.stores() and not (reduce and ir.atomics):
         return Decline("the kernel writes no pointer parameter")
     stmts = ir.statements()
     prelude: list[tree_sitter.Node] = []
@@ -223,12 +235,19 @@ def analyse(ctx: RecipeContext) -> ElementLoop | Decline:
         and rest[0].child_by_field_name("alternative") is None
     ):
         return _guarded(
-            ctx, prelude, exits, rest[0], _stmts(rest[0].child_by_field_name("consequence") or rest[0])
+            ctx,
+            prelude,
+            exits,
+            rest[0],
+            _stmts(rest[0].child_by_field_name("consequence") or rest[0]),
+            reduce,
         )
+    if len(rest) == 1 and rest[0].type == "while_statement":
+        return _while_form(ctx, prelude, exits, rest[0], reduce)
     if len(rest) == 1 and rest[0].type == "for_statement":
-        return _loop_form(ctx, prelude, exits, rest[0])
+        return _loop_form(ctx, prelude, exits, rest[0], reduce)
     if exits:
-        return _guarded(ctx, prelude, exits, None, rest)
+        return _guarded(ctx, prelude, exits, None, rest, reduce)
     return Decline("the element body is not guarded by a bound check (`if (i < n)` or `if (i >= n) return;`)")
 
 
@@ -259,7 +278,7 @@ def _guard_conds(
 
 
 def _guarded(
-    ctx: RecipeContext, prelude: list[Any], exits: list[Any], guard: Any, body: list[Any]
+    ctx: RecipeContext, prelude: list[Any], exits: list[Any], guard: Any, body: list[Any], reduce: str = ""
 ) -> ElementLoop | Decline:
     ir = ctx.ir
     conds = _guard_conds(ctx, exits, guard)
@@ -296,7 +315,7 @@ def _guarded(
         return Decline("the body is not guarded by a bound on the thread index")
     else:
         return Decline("a 3-D launch: not linearised by this recipe")
-    return _finish(ctx, form, prelude, body, element, bound, text, lead=["gid.x"])
+    return _finish(ctx, form, prelude, body, element, bound, text, lead=["gid.x"], reduce=reduce)
 
 
 def _depends_on_locals(ir: KernelIR, p: Poly) -> bool:
@@ -305,7 +324,7 @@ def _depends_on_locals(ir: KernelIR, p: Poly) -> bool:
 
 
 def _loop_form(
-    ctx: RecipeContext, prelude: list[Any], exits: list[Any], loop_node: Any
+    ctx: RecipeContext, prelude: list[Any], exits: list[Any], loop_node: Any, reduce: str = ""
 ) -> ElementLoop | Decline:
     ir = ctx.ir
     lp = next((x for x in ir.loops if x.node == loop_node), None)
@@ -334,7 +353,9 @@ def _loop_form(
         if b is None or b.depends_on(THREAD_SYMBOLS) or _depends_on_locals(ir, b):
             return Decline(f"the grid-stride loop bound `{lp.conds[0].text}` is not uniform")
         text = _rhs_text(ir, lp.conds[0], v)
-        return _finish(ctx, "grid-stride", prelude, body, v, b, text, lead=[lp.var], loop_var=lp.var)
+        return _finish(
+            ctx, "grid-stride", prelude, body, v, b, text, lead=[lp.var], loop_var=lp.var, reduce=reduce
+        )
     if lp.step != Poly.const(1):
         return Decline(f"loop step `{lp.step}` is neither 1 (a per-thread chunk) nor a grid stride")
     # Chunk forms. Conditions on the element: loop conditions (a `min(...)` bound splits in two),
@@ -418,7 +439,34 @@ def _loop_form(
         return Decline("no bound on the element index (`i < n`) was found: the chunks may run past the data")
     chunk_text = chunk.c_text()
     return _finish(ctx, "chunk", prelude, body, element, global_bound, gtext, lead=[lp.var], loop_var=lp.var,
-                   chunk=chunk, chunk_text=chunk_text)  # fmt: skip
+                   chunk=chunk, chunk_text=chunk_text, reduce=reduce)  # fmt: skip
+
+
+def _while_form(
+    ctx: RecipeContext, prelude: list[Any], exits: list[Any], node: Any, reduce: str
+) -> ElementLoop | Decline:
+    """``i = gid; while (i < n) { ...; i += blockDim.x * gridDim.x; }``: a grid-stride loop written as a while."""
+    ir = ctx.ir
+    lp = next((x for x in ir.loops if x.node == node), None)
+    if lp is None or lp.var is None or lp.grid_stride != "x" or lp.body is None or len(lp.conds) != 1:
+        return Decline("the while loop is not a grid-stride loop over the elements")
+    v = Poly.sym(lp.var)
+    b = lp.conds[0].bounds_above(v)
+    if b is None or b.depends_on(THREAD_SYMBOLS) or _depends_on_locals(ir, b):
+        return Decline(f"the loop bound `{lp.conds[0].text}` is not uniform")
+    if exits:
+        return Decline("an early exit before the grid-stride loop")
+    body = [st for st in _stmts(lp.body) if not _is_update_of(ir, st, lp.var)]
+    return _finish(ctx, "grid-stride", prelude, body, v, b, _rhs_text(ir, lp.conds[0], v), lead=[lp.var],
+                   loop_var=lp.var, reduce=reduce)  # fmt: skip
+
+
+def _is_update_of(ir: KernelIR, st: Any, var: str) -> bool:
+    e = st.named_children[0] if st.type == "expression_statement" and st.named_children else None
+    if e is None or e.type not in ("assignment_expression", "update_expression"):
+        return False
+    tgt = e.child_by_field_name("left") or e.child_by_field_name("argument")
+    return tgt is not None and ir.text(tgt) == var
 
 
 def _is_extent(c: Any, v: Poly, end: Poly) -> bool:
@@ -498,7 +546,8 @@ def _index_decl_in_loop(ir: KernelIR, s: Any, loop_var: str) -> bool:
 
 def _finish(ctx: RecipeContext, form: Form, prelude: list[Any], body: list[Any], element: Poly, bound: Poly,
             bound_text: str, lead: list[str], loop_var: str | None = None, chunk: Poly | None = None,
-            chunk_text: str | None = None) -> ElementLoop | Decline:  # fmt: skip
+            chunk_text: str | None = None, reduce: str = "", accumulators: frozenset[str] = frozenset(),
+            outside_writes: bool = False) -> ElementLoop | Decline:  # fmt: skip
     ir = ctx.ir
     # Index declarations inside the body (`int idx = row * width + col;`) are redefined from the element index.
     body = [st for st in body if not _index_decl(ir, st) or _has_access(ir, st)]
@@ -509,8 +558,20 @@ def _finish(ctx: RecipeContext, form: Form, prelude: list[Any], body: list[Any],
     def in_body(n: Any) -> bool:
         return body_start <= n.start_byte and n.end_byte <= body_end
 
+    early_return = False
     for n in ir.exits:
         if in_body(n):
+            if (
+                n.type == "return_statement"
+                and n.named_child_count == 0
+                and not any(
+                    in_body(lp.node) and lp.node.start_byte <= n.start_byte < lp.node.end_byte
+                    for lp in ir.loops
+                )
+            ):
+                # `return;` ends this element only: it becomes the lambda's return (outputs are preloaded).
+                early_return = True
+                continue
             return Decline(f"the element body exits early (`{ir.text(n)}`): not a straight-line element body")
     for lp in ir.loops:
         if in_body(lp.node) and (
@@ -535,10 +596,34 @@ def _finish(ctx: RecipeContext, form: Form, prelude: list[Any], body: list[Any],
     replace: dict[int, str] = {}
     other_reads: list[Access] = []
     written = ir.written()
+    atomics = []
+    for at in ir.atomics:
+        if not in_body(at.node):
+            return Decline(f"the atomic `{ir.text(at.node)}` is outside the element body")
+        target = at.target
+        if target is None or target.space != "global":
+            return Decline(f"the atomic `{ir.text(at.node)}` does not target a global buffer")
+        if target.index is None and reduce != "scatter":
+            return Decline(f"the atomic `{ir.text(at.node)}` updates a data-dependent address (a scatter: the "
+                           "histogram recipe's shape)")  # fmt: skip
+        per_element = target.index is None or target.index.depends_on(THREAD_SYMBOLS | set(ir.locals))
+        if reduce == "atomic" and per_element:
+            return Decline(f"the atomic `{ir.text(at.node)}` updates an address that differs per element (a scatter: "
+                           "the histogram recipe's shape)")  # fmt: skip
+        if reduce == "scatter" and not per_element:
+            return Decline(f"the atomic `{ir.text(at.node)}` updates one address for all elements (a reduction: the "
+                           "reduce recipe's shape)")  # fmt: skip
+        if at.result_used:
+            return Decline(
+                f"the value returned by `{ir.text(at.node)}` is used: the order of updates is observable"
+            )
+        atomics.append(at)
     for a in ir.accesses:
-        if a.space != "global":
+        if a.space != "global" or a.kind == "atomic":
             continue
         if not in_body(a.node):
+            if outside_writes:
+                continue
             if a.kind != "load" or a.base in written:
                 return Decline(f"{a.base} is accessed outside the element body")
             continue
@@ -585,8 +670,17 @@ def _finish(ctx: RecipeContext, form: Form, prelude: list[Any], body: list[Any],
             return Decline(
                 f"{a.base} is read at {a.index_text}, which is not the element's index, and written"
             )
-    if not any(s.writes for s in streams.values()):
+    if early_return:
+        for strm in streams.values():
+            if strm.writes:
+                strm.conditional_write = True
+        for n in ir.exits:
+            if in_body(n) and n.type == "return_statement":
+                replace[n.id] = "return kl_acc;" if reduce == "atomic" else "return;"
+    if not reduce and not any(s.writes for s in streams.values()):
         return Decline("no output is written at the element's index")
+    if reduce and any(s.writes for s in streams.values()):
+        return Decline("the kernel writes per-element outputs as well as reducing: not a pure reduction")
     for strm in streams.values():
         if (
             strm.writes
@@ -657,12 +751,12 @@ def _finish(ctx: RecipeContext, form: Form, prelude: list[Any], body: list[Any],
                 tgt = n.child_by_field_name("left") or n.child_by_field_name("argument")
                 if tgt is not None and tgt.type == "identifier":
                     var = ir.locals.get(ir.text(tgt))
-                    if var is not None and not in_body(var.decl):
+                    if var is not None and not in_body(var.decl) and ir.text(tgt) not in accumulators:
                         return Decline(
                             f"the element body assigns {ir.text(tgt)}, which is declared outside it"
                         )
     return ElementLoop(form, body, prelude, element, bound, bound_text, sorted(streams.values(), key=lambda s: _param_pos(ir, s.param)),
-                       redefine, replace, chunk, chunk_text, index_names)  # fmt: skip
+                       redefine, replace, chunk, chunk_text, index_names, atomics)  # fmt: skip
 
 
 def _has_access(ir: KernelIR, node: Any) -> bool:
@@ -738,7 +832,28 @@ def elements_per_vector(ctx: RecipeContext, el: ElementLoop) -> int:
     return max(1, 16 // min(widths))
 
 
-def generate(ctx: RecipeContext, el: ElementLoop, params: dict[str, Any], what: str) -> Rewrite:
+@dataclass
+class Reduction:
+    """How :func:`generate` turns the element loop into a reduction: each element's body yields a value
+    (``kl_acc``, starting at ``identity``; ``replace`` rewrites the body's atomics into ``kl_acc`` updates),
+    each thread combines its elements' values in registers (``kl_total``), and ``epilogue`` combines the
+    threads' totals and publishes them (warp shuffles, shared memory, one atomic per block)."""
+
+    #: ``None``: the body updates the user's own accumulators (captured by reference) and returns nothing.
+    acc_type: str | None
+    identity: str
+    combine: Any  # Callable[[str, str], str]: C expression combining two values
+    replace: dict[int, str]
+    epilogue: str
+    #: Elements per thread of the new launch, in vectors (``grid = ceil_div(n, block * E * items)``).
+    items: int = 1
+    #: Statements before the loop (after the prelude) and the threads' mapping: ``(tid, threads)``.
+    prologue: list[str] = field(default_factory=list)
+    threads: tuple[str, str] | None = None
+
+
+def generate(ctx: RecipeContext, el: ElementLoop, params: dict[str, Any], what: str,
+             reduction: Reduction | None = None) -> Rewrite:  # fmt: skip
     """The rewritten kernel for an element loop (see the module docstring); ``what`` heads its comment."""
     ir = ctx.ir
     unroll = int(params.get("unroll", 1))
@@ -754,7 +869,10 @@ def generate(ctx: RecipeContext, el: ElementLoop, params: dict[str, Any], what: 
     for p in el.prelude:
         add(ir.text(p))
     one_d = _one_d(ctx)
-    if one_d:
+    if reduction is not None and reduction.threads is not None:
+        add(f"const long long kl_tid = {reduction.threads[0]};")
+        add(f"const long long kl_threads = {reduction.threads[1]};")
+    elif one_d:
         add("const long long kl_tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;")
         add("const long long kl_threads = static_cast<long long>(gridDim.x) * blockDim.x;")
     else:
@@ -785,12 +903,22 @@ def generate(ctx: RecipeContext, el: ElementLoop, params: dict[str, Any], what: 
                 args.append(f"{s.ctype}& {s.slot(o)}")
             else:
                 args.append(f"const {s.ctype} {s.slot(o)}")
-    add(f"auto kl_element = [&]({', '.join(args)}) {{")
+    red = reduction
+    returns = red is not None and red.acc_type is not None
+    for line in red.prologue if red else []:
+        add(line)
+    add(f"auto kl_element = [&]({', '.join(args)})" + (f" -> {red.acc_type} {{" if red and returns else " {"))
+    if red and returns:
+        add(f"    {red.acc_type} kl_acc = {red.identity};")
     for r in el.redefine:
         add("    " + r)
     for stmt in el.body:
-        add(indent(_dedent(replace_nodes(ir, stmt, el.replace)), 4))
+        add(indent(_dedent(replace_nodes(ir, stmt, {**el.replace, **(red.replace if red else {})})), 4))
+    if red and returns:
+        add("    return kl_acc;")
     add("};")
+    if red and returns:
+        add(f"{red.acc_type} kl_total = {red.identity};")
     # Scalar path: one element with plain loads and stores (tail, unaligned pointers).
     add("auto kl_scalar = [&](const long long kl_e) {")
     call = ["kl_e"]
@@ -802,7 +930,10 @@ def generate(ctx: RecipeContext, el: ElementLoop, params: dict[str, Any], what: 
             else:
                 add(f"    {s.ctype} {s.slot(o)};")
             call.append(s.slot(o))
-    add(f"    kl_element({', '.join(call)});")
+    if red and red.acc_type is not None:
+        add(f"    kl_total = {red.combine('kl_total', 'kl_element(' + ', '.join(call) + ')')};")
+    else:
+        add(f"    kl_element({', '.join(call)});")
     for s in el.streams:
         for o in sorted(s.writes):
             idx = f"kl_e * {s.stride} + {o}" if s.stride > 1 else "kl_e"
@@ -814,14 +945,14 @@ def generate(ctx: RecipeContext, el: ElementLoop, params: dict[str, Any], what: 
     add(f"const bool kl_aligned = (({ptrs}) & 15ull) == 0;")
     add("if (kl_aligned) {")
     add("    const long long kl_nvec = kl_n / kl_E;")
-    vec_body = _vector_step(el, unroll)
+    vec_body = _vector_step(el, unroll, red)
     add("    long long kl_v = kl_tid;")
     if unroll > 1:
         add(f"    for (; kl_v + {unroll - 1} * kl_threads < kl_nvec; kl_v += {unroll} * kl_threads) {{")
         add(indent(vec_body, 8))
         add("    }")
     add("    for (; kl_v < kl_nvec; kl_v += kl_threads) {")
-    add(indent(_vector_step(el, 1), 8))
+    add(indent(_vector_step(el, 1, red), 8))
     add("    }")
     add(
         "    for (long long kl_e = kl_nvec * kl_E + kl_tid; kl_e < kl_n; kl_e += kl_threads) kl_scalar(kl_e);"
@@ -829,14 +960,16 @@ def generate(ctx: RecipeContext, el: ElementLoop, params: dict[str, Any], what: 
     add("} else {")
     add("    for (long long kl_e = kl_tid; kl_e < kl_n; kl_e += kl_threads) kl_scalar(kl_e);")
     add("}")
+    if red:
+        add(red.epilogue)
     code = signature_text(ctx) + "\n{\n" + indent("\n".join(lines), 4) + "\n}\n"
     launch = None
     if not ctx.host_launched:
-        launch = new_launch(ctx, el, E * unroll, params)
+        launch = new_launch(ctx, el, E * (red.items if red else unroll), params)
     return Rewrite(ctx.kernel.name, code, launch)
 
 
-def _vector_step(el: ElementLoop, unroll: int) -> str:
+def _vector_step(el: ElementLoop, unroll: int, red: Reduction | None = None) -> str:
     """Load ``unroll`` vectors of every loaded stream, apply the element lambda, store the outputs."""
     out: list[str] = []
     add = out.append
@@ -871,7 +1004,10 @@ def _vector_step(el: ElementLoop, unroll: int) -> str:
     for s in el.streams:
         for o in sorted(s.reads | s.writes):
             call.append(f"kl_{s.param}_r{u_idx}[{_times('kl_k', s.stride, o)}]")
-    add(f"{pad}    kl_element({', '.join(call)});")
+    if red and red.acc_type is not None:
+        add(f"{pad}    kl_total = {red.combine('kl_total', 'kl_element(' + ', '.join(call) + ')')};")
+    else:
+        add(f"{pad}    kl_element({', '.join(call)});")
     add(f"{pad}}}")
     for s in el.streams:
         if s.writes:
