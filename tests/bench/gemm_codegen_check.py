@@ -150,10 +150,10 @@ def gemm_source(v: dict[str, Any]) -> str:
     )  # fmt: skip
     t: Any = v["tile"]
     code = gemm_body(b, t)
-    z = "batch < 65535 ? batch : 65535" if v["batch"] else "1"
+    nb = "batch" if v["batch"] else "1"
     code += (f'extern "C" int launch_{v["name"]}({GEMM_PARAMS}) {{\n'
-             f'    dim3 grid((N + {t.bn - 1}) / {t.bn}, (M + {t.bm - 1}) / {t.bm}, {z});\n'
-             f'    {v["name"]}<<<grid, {t.threads}>>>(A, B, C, M, N, K, alpha, beta, batch);\n'
+             f'    unsigned tiles = ((M + {t.bm - 1}) / {t.bm}) * ((N + {t.bn - 1}) / {t.bn}) * {nb};\n'
+             f'    {v["name"]}<<<tiles, {t.threads}>>>(A, B, C, M, N, K, alpha, beta, batch);\n'
              f'    return (int)cudaGetLastError();\n}}\n')  # fmt: skip
     return code
 

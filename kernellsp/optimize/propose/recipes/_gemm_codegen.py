@@ -196,8 +196,12 @@ class _W:
         return "\n".join(self.lines)
 
 
-def gemm_body(b: GemmBinding, t: GemmTile) -> str:
+def gemm_body(b: GemmBinding, t: GemmTile, tile_loop: bool = False) -> str:
     """The complete definition of ``b.entry`` computing ``b``'s product with tile ``t``.
+
+    The kernel runs on a 1-D grid of ``blockDim.x == t.threads`` threads, one block per output tile
+    (:func:`gemm_launch`). With ``tile_loop`` the blocks loop over the tiles instead, so any grid is
+    correct (for a launch the host code fixes); without it a block past the last tile does nothing.
 
     Raises ``ValueError`` naming the problem when ``t`` does not fit (see :meth:`GemmTile.problems`).
     """
@@ -212,7 +216,7 @@ def gemm_body(b: GemmBinding, t: GemmTile) -> str:
     w(sig)
     w("{")
     w.level = 1
-    c_text = "C[i,j] = " + b.epilogue.format(acc="sum_k A[i,k]*B[k,j]", c="C[i,j]")
+    c_text = "C[i,j] = " + b.epilogue.format(acc="sum_k A[i,k]*B[k,j]", c="C[i,j]", i="i", j="j")
     w(
         f"// kernellsp matmul recipe: {c_text}; A {b.a.layout}-major, B {b.b.layout}-major, C {b.c.layout}-major."
     )
@@ -227,35 +231,40 @@ def gemm_body(b: GemmBinding, t: GemmTile) -> str:
     w(f"constexpr int {P}WSUBM = {P}WM / {P}WMITER, {P}WSUBN = {P}WN / {P}WNITER;")
     w(f"constexpr int {P}LANES_N = {P}WSUBN / 4;  // lanes across a warp sub-tile's columns")
     w(f"constexpr int {P}PA = {pa}, {P}PB = {pb};  // row pads of the transposed operands (bank conflicts)")
-    w(f"constexpr int {P}NT = {nt};")
     ns = max(2, t.stages)
-    w(f"__shared__ __align__(16) float {P}As[{ns}][{P}BK][{P}BM + {P}PA];")
-    w(f"__shared__ __align__(16) float {P}Bs[{ns}][{P}BK][{P}BN + {P}PB];")
+    w(f"__shared__ alignas(16) float {P}As[{ns}][{P}BK][{P}BM + {P}PA];")
+    w(f"__shared__ alignas(16) float {P}Bs[{ns}][{P}BK][{P}BN + {P}PB];")
     w(f"const int {P}M = (int){_expr(b.m)};")
     w(f"const int {P}N = (int){_expr(b.n)};")
     w(f"const int {P}K = (int){_expr(b.k)};")
     for op in (b.a, b.b, b.c):
-        w(f"const long long {P}ld{_tag(op, b)} = (long long){_expr(op.ld)};")
+        w(f"const int {P}ld{_tag(op, b)} = (int){_expr(op.ld)};")
     w(f"const int {P}tid = threadIdx.x;")
     w(f"const int {P}warp = {P}tid / 32, {P}lane = {P}tid % 32;")
-    # Rasterisation: GROUP block rows share B columns while walking N (L2 reuse of both operands).
-    w("// Grouped rasterisation: consecutive blocks walk GROUP block rows before moving right (L2 reuse).")
-    w(f"const int {P}npm = (int)gridDim.y, {P}npn = (int)gridDim.x;")
-    w(f"const int {P}pid = (int)blockIdx.y * {P}npn + (int)blockIdx.x;")
+    w(f"const int {P}wm0 = ({P}warp / ({P}BN / {P}WN)) * {P}WM;")
+    w(f"const int {P}wn0 = ({P}warp % ({P}BN / {P}WN)) * {P}WN;")
+    w(f"const int {P}tm = ({P}lane / {P}LANES_N) * 4, {P}tn = ({P}lane % {P}LANES_N) * 4;")
+    # One linear tile index over (batch, block row, block column), whatever the grid: a launch with one
+    # block per tile maps 1:1, a smaller (host-given) grid loops, surplus blocks exit at once.
+    w(f"const int {P}npm = ({P}M + {P}BM - 1) / {P}BM, {P}npn = ({P}N + {P}BN - 1) / {P}BN;")
+    w(f"const int {P}per_item = {P}npm * {P}npn;")
+    nb = f" * (int){_expr(b.batch)}" if b.batch is not None else ""
+    w(f"const int {P}ntotal = {P}per_item{nb};")
+    if tile_loop:
+        w.open(f"for (int {P}tile = blockIdx.x; {P}tile < {P}ntotal; {P}tile += gridDim.x)")
+    else:
+        w(f"const int {P}tile = blockIdx.x;")
+        w.open(f"if ({P}tile < {P}ntotal)")
+    w("// Grouped rasterisation: consecutive tiles walk GROUP block rows before moving right (L2 reuse).")
+    w(f"const int {P}pid = {P}tile % {P}per_item;")
+    if b.batch is not None:
+        w(f"const long long {P}z = {P}tile / {P}per_item;")
     w(f"const int {P}in_group = {t.group} * {P}npn;")
     w(f"const int {P}first_m = ({P}pid / {P}in_group) * {t.group};")
     w(f"const int {P}group_m = min({P}npm - {P}first_m, {t.group});")
     w(f"const int {P}m0 = ({P}first_m + ({P}pid % {P}in_group) % {P}group_m) * {P}BM;")
     w(f"const int {P}n0 = (({P}pid % {P}in_group) / {P}group_m) * {P}BN;")
-    w(f"const int {P}wm0 = ({P}warp / ({P}BN / {P}WN)) * {P}WM;")
-    w(f"const int {P}wn0 = ({P}warp % ({P}BN / {P}WN)) * {P}WN;")
-    w(f"const int {P}tm = ({P}lane / {P}LANES_N) * 4, {P}tn = ({P}lane % {P}LANES_N) * 4;")
-    if b.batch is not None:
-        w(f"const int {P}nbatch = (int){_expr(b.batch)};")
-        w.open(f"for (int {P}z = (int)blockIdx.z; {P}z < {P}nbatch; {P}z += (int)gridDim.z)")
-        zb = f"(long long){P}z * "
-    else:
-        zb = None
+    zb = f"{P}z * " if b.batch is not None else None
     # Operand base pointers at this block's tile (64-bit offsets: M*K may exceed 2^31).
     a_t, b_t, c_t = (_tag(op, b) for op in (b.a, b.b, b.c))
     for op, tag in ((b.a, a_t), (b.b, b_t)):
@@ -275,19 +284,33 @@ def gemm_body(b: GemmBinding, t: GemmTile) -> str:
     # Accumulators.
     rm, rn = t.thread_rows, t.thread_cols
     w(f"float {P}acc[{rm}][{rn}];")
-    w("#pragma unroll")
-    w(f"for (int {P}r = 0; {P}r < {rm}; ++{P}r)")
-    w("#pragma unroll")
-    w(f"    for (int {P}c = 0; {P}c < {rn}; ++{P}c) {P}acc[{P}r][{P}c] = {b.init};")
+    if "{i}" in b.init or "{j}" in b.init:
+        # The user's accumulator starts at a per-output value (a bias): read it for outputs inside C only.
+        w("#pragma unroll")
+        w.open(f"for (int {P}r = 0; {P}r < {rm}; ++{P}r)")
+        w("#pragma unroll")
+        w.open(f"for (int {P}c = 0; {P}c < {rn}; ++{P}c)")
+        w(f"const int {P}gi = {P}m0 + {P}wm0 + ({P}r / 4) * {P}WSUBM + {P}tm + {P}r % 4;")
+        w(f"const int {P}gj = {P}n0 + {P}wn0 + ({P}c / 4) * {P}WSUBN + {P}tn + {P}c % 4;")
+        init = b.init.format(i=f"{P}gi", j=f"{P}gj")
+        w(f"{P}acc[{P}r][{P}c] = ({P}gi < {P}M && {P}gj < {P}N) ? ({init}) : 0.0f;")
+        w.close()
+        w.close()
+    else:
+        w("#pragma unroll")
+        w.open(f"for (int {P}r = 0; {P}r < {rm}; ++{P}r)")
+        w("#pragma unroll")
+        w(f"for (int {P}c = 0; {P}c < {rn}; ++{P}c) {P}acc[{P}r][{P}c] = {b.init};")
+        w.close()
     w(f"const int {P}ntiles = ({P}K + {P}BK - 1) / {P}BK;")
     if t.stages == 0:
         _mainloop_regs(w, b, t, a_t, b_t)
     else:
         _mainloop_async(w, b, t, a_t, b_t)
     _emit_epilogue(w, b, t, c_t)
-    if b.batch is not None:
-        w("__syncthreads();  // the next batch item reuses the shared stages")
-        w.close()
+    if tile_loop:
+        w("__syncthreads();  // the next tile reuses the shared stages")
+    w.close()
     w.level = 0
     w("}")
     return w.text() + "\n"
@@ -376,9 +399,10 @@ def _emit_compute(w: _W, t: GemmTile, stage: str) -> None:
       f"{P}fb[{P}j * 4 + 3] = {P}v.w;")  # fmt: skip
     w.close()
     w("#pragma unroll")
-    w(f"for (int {P}r = 0; {P}r < {rm}; ++{P}r)")
+    w.open(f"for (int {P}r = 0; {P}r < {rm}; ++{P}r)")
     w("#pragma unroll")
-    w(f"    for (int {P}c = 0; {P}c < {rn}; ++{P}c) {P}acc[{P}r][{P}c] += {P}fa[{P}r] * {P}fb[{P}c];")
+    w(f"for (int {P}c = 0; {P}c < {rn}; ++{P}c) {P}acc[{P}r][{P}c] += {P}fa[{P}r] * {P}fb[{P}c];")
+    w.close()
     w.close()
 
 
@@ -525,6 +549,7 @@ def _emit_epilogue(w: _W, b: GemmBinding, t: GemmTile, c_t: str) -> None:
         w(f"if ({P}row >= {P}M) continue;")
         w(f"float* {P}p = {ptr} + (long long){P}row * {ld} + {P}gj;")
         accs = [f"{P}acc[{P}i * 4 + {P}r][{P}j * 4 + {q}]" for q in range(4)]
+        ij = [(f"{P}row", f"({P}gj + {q})") for q in range(4)]
         inner_n, inner = f"{P}N", f"{P}gj"
     else:
         w("#pragma unroll")
@@ -533,19 +558,20 @@ def _emit_epilogue(w: _W, b: GemmBinding, t: GemmTile, c_t: str) -> None:
         w(f"if ({P}col >= {P}N) continue;")
         w(f"float* {P}p = {ptr} + (long long){P}col * {ld} + {P}gi;")
         accs = [f"{P}acc[{P}i * 4 + {q}][{P}j * 4 + {P}r]" for q in range(4)]
+        ij = [(f"({P}gi + {q})", f"{P}col") for q in range(4)]
         inner_n, inner = f"{P}M", f"{P}gi"
     w.open(f"if ({P}vec{c_t} && {inner} + 3 < {inner_n})")
     if uses_c:
         w(f"const float4 {P}old = *reinterpret_cast<const float4*>({P}p);")
     w(f"float4 {P}out;")
     for q in range(4):
-        expr = b.epilogue.format(acc=accs[q], c=f"{P}old.{comps[q]}")
+        expr = b.epilogue.format(acc=accs[q], c=f"{P}old.{comps[q]}", i=ij[q][0], j=ij[q][1])
         w(f"{P}out.{comps[q]} = {expr};")
     w(f"*reinterpret_cast<float4*>({P}p) = {P}out;")
     w.close()
     w.open("else")
     for q in range(4):
-        expr = b.epilogue.format(acc=accs[q], c=f"{P}p[{q}]")
+        expr = b.epilogue.format(acc=accs[q], c=f"{P}p[{q}]", i=ij[q][0], j=ij[q][1])
         w(f"if ({inner} + {q} < {inner_n}) {P}p[{q}] = {expr};")
     w.close()
     w.close()
@@ -558,11 +584,12 @@ def _emit_epilogue(w: _W, b: GemmBinding, t: GemmTile, c_t: str) -> None:
 
 
 def gemm_launch(t: GemmTile, m_spec: str, n_spec: str, batch_spec: str | None) -> dict[str, object]:
-    """The spec ``launch`` table (grid, block) for tile ``t``, with M, N, batch as spec expressions."""
-    grid: list[object] = [f"ceil_div({n_spec}, {t.bn})", f"ceil_div({m_spec}, {t.bm})"]
+    """The spec ``launch`` table for tile ``t``: one block per output tile (1-D grid), M, N, batch as spec
+    expressions."""
+    tiles = f"ceil_div({m_spec}, {t.bm}) * ceil_div({n_spec}, {t.bn})"
     if batch_spec is not None:
-        grid.append(f"min({batch_spec}, 65535)")
-    return {"grid": grid, "block": t.threads}
+        tiles = f"{tiles} * ({batch_spec})"
+    return {"grid": tiles, "block": t.threads}
 
 
 # --------------------------------------------------------------------------------------------------
