@@ -161,6 +161,8 @@ class Job:
     reporter: ProgressReporter | None = None
     started: float = field(default_factory=time.monotonic)
     outcome: str = "running"  # running | done | cancelled | failed
+    #: What the job works on, for callers that keep an equivalent running job instead of restarting it.
+    tag: Any = None
 
 
 class JobManager:

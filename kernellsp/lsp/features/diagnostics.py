@@ -42,13 +42,17 @@ def client_options(ls: KernelLspServer) -> ClientOptions:
 def start_check(ls: KernelLspServer, uri: str, delay_s: float = 0.0, profile: bool = True) -> asyncio.Task[Any]:
     """Start (or restart) the check job of ``uri`` on its current buffer text and version.
 
-    With ``profile`` (open and save, not edits), a finished check starts the background profile job
-    (:mod:`.profile`) when profiling is possible.
+    With ``profile`` (open and save, not edits), the background profile job (:mod:`.profile`) starts at
+    the same time, when profiling is possible: it does not wait for the static check.
     """
     doc = ls.workspace.get_text_document(uri)
     version = doc.version
     text = doc.source
     path = ls.document_path(uri)
+    if profile:
+        from kernellsp.lsp.features.profile import maybe_start_profile
+
+        maybe_start_profile(ls, uri, version, text)
 
     async def job(progress: ProgressReporter, cancel: threading.Event) -> CheckResult:
         """Wait for the first settings, check in a worker process, publish (unless cancelled)."""
@@ -74,10 +78,6 @@ def start_check(ls: KernelLspServer, uri: str, delay_s: float = 0.0, profile: bo
         ls.results[uri] = result
         ls.publish_layer(uri, KIND, version, outcome.diagnostics)
         progress.report(f"{len(outcome.diagnostics)} finding(s)", 100)
-        if profile:
-            from kernellsp.lsp.features.profile import maybe_start_profile
-
-            maybe_start_profile(ls, uri, version, text, outcome.report.model)
         return result
 
     return ls.jobs.start(uri, KIND, f"Checking {path.name}", job, delay_s=delay_s)

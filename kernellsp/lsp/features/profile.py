@@ -1,12 +1,17 @@
-"""Background profiling: after a check, run the file's spec'd entries under ncu and publish line findings.
+"""Background profiling: on open and save, run the file's spec'd entries under ncu and publish line findings.
 
 When the settings allow it (a local GPU or a ``gpuHost``; ``runner`` not ``none``) and the file has a
-launch spec or a ``main``, each finished check starts a ``"profile"`` job for the document, after a
-short debounce; a newer save restarts it, cancelling the stale run (its ncu process is killed).
-The job runs :func:`kernellsp.profile.ncu.profile_file` in the dedicated executor (it mostly waits on
-nvcc and ncu), reports ``$/progress``, and publishes its findings as the ``"profile"`` layer next
-to the static ones, with the version it started from. Results are cached by content hash, so
-re-saving an unchanged file publishes at once without touching the GPU. ``kernellsp.showProfile``
+launch spec or a ``main``, each open and save starts a ``"profile"`` job for the document next to the
+static check (not after it). The job first asks the content-hash cache: an unchanged file publishes at
+once, without the debounce or the GPU. Otherwise it builds at once and waits out a short debounce
+(:data:`DELAY_S` from the save) only before ncu, so a burst of saves compiles in parallel with the wait
+but reaches the GPU once; a newer save restarts the job, cancelling the stale run (nvcc and ncu are
+killed), unless the same text is already being profiled with the same settings: that job goes on
+(the same content is never profiled twice). The job runs :func:`kernellsp.profile.ncu.profile_file` in
+the dedicated executor (it mostly waits on nvcc and ncu), reports ``$/progress``, and publishes its
+findings as the ``"profile"`` layer next to the static ones, with the version it started from. When the
+server starts, the harness runtime object is built in the background (:func:`warm_up`), so the first
+profile compiles only the entry's own unit. ``kernellsp.showProfile``
 returns the last profile as text (the same report as ``kernellsp profile``) or, asked for ``"html"``, as
 the HTML page of ``kernellsp profile --html`` (VS Code shows it in a webview).
 """
@@ -14,8 +19,11 @@ the HTML page of ``kernellsp profile --html`` (VS Code shows it in a webview).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
+import re
 import threading
+import time
 from typing import Any
 
 from lsprotocol import types
@@ -23,19 +31,21 @@ from lsprotocol import types
 from kernellsp.lsp.convert import RangeMapper, diagnostic
 from kernellsp.lsp.jobs import ProgressReporter
 from kernellsp.lsp.server import KernelLspServer
-from kernellsp.profile.ncu import ProfileError, ProfileOptions, format_outcome, profile_file
+from kernellsp.profile.ncu import ProfileError, ProfileOptions, cached_profile, format_outcome, profile_file
 from kernellsp.report.html import HtmlReportError, Run, profile_page
 from kernellsp.rules.engine import load_rules
 from kernellsp.run.runner import RunnerError
 from kernellsp.source import spec
-from kernellsp.source.model import SourceModel
+from kernellsp.source.model import SourceModel, parse_source
 
 log = logging.getLogger(__name__)
 
 KIND = "profile"
 SHOW_PROFILE = "kernellsp.showProfile"
-#: Debounce after a check before the GPU is touched (a burst of saves profiles once).
+#: Debounce from a save to the first GPU work (a burst of saves profiles once); the build does not wait for it.
 DELAY_S = 0.5
+#: A cheap test on the event loop: could the text have a spec block or a ``main``? (the job parses to be sure)
+_MAYBE_PROFILE = re.compile(r"/\*\s*kernellsp\b|\bmain\s*\(")
 
 
 def wants_profile(model: SourceModel | None) -> bool:
@@ -44,10 +54,16 @@ def wants_profile(model: SourceModel | None) -> bool:
 
 
 def maybe_start_profile(ls: KernelLspServer, uri: str, version: int | None, text: str,
-                        model: SourceModel | None) -> asyncio.Task[Any] | None:  # fmt: skip
-    """Start the profile job of ``uri`` when profiling is possible and the file has something to run."""
+                        model: SourceModel | None = None) -> asyncio.Task[Any] | None:  # fmt: skip
+    """Start the profile job of ``uri`` when profiling is possible and the file has something to run.
+
+    ``model`` (when the caller has one) decides at once; without it a cheap text test decides whether to
+    start, and the job parses in the executor and ends quietly when there is nothing to run.
+    """
     path = ls.document_path(uri)
-    if not wants_profile(model):
+    if model is not None and not wants_profile(model):
+        return None
+    if model is None and not _MAYBE_PROFILE.search(text):
         return None
     runner, problem = ls.gpu_runner()
     if runner is None:
@@ -58,18 +74,27 @@ def maybe_start_profile(ls: KernelLspServer, uri: str, version: int | None, text
                                                          message=f"kernellsp: background profiling is off: {problem}"))  # fmt: skip
         return None
     settings = ls.settings
+    fingerprint = (hashlib.sha256(text.encode()).hexdigest(), settings.model_dump_json(), str(path))
+    running = ls.jobs.current(uri, KIND)
+    if running is not None and running.tag == fingerprint and running.task is not None and not running.task.done():
+        return running.task  # this very text is being profiled with these settings: let that job finish
+    not_before = time.monotonic() + DELAY_S
 
     async def job(progress: ProgressReporter, cancel: threading.Event) -> Any:
-        """Profile in the dedicated executor and publish the ``profile`` layer."""
+        """Answer from the cache, or profile in the dedicated executor; publish the ``profile`` layer."""
         root = spec.find_workspace_root(path) if path.parent.is_dir() else ls.workspace_root()
         ws_specs = spec.load_workspace_specs(root)[0] if root else {}
-        options = ProfileOptions.from_settings(settings)
+        options = ProfileOptions.from_settings(settings, gpu_not_before=not_before)
+        if model is None and not wants_profile(await ls.jobs.run_blocking(parse_source, text, str(path))):
+            return None
         ruleset = load_rules(root)
         try:
-            outcome = await ls.jobs.run_blocking(
-                profile_file, path, text, runner, options, ruleset, ws_specs, cancel,
-                lambda m, p: progress.report(m, int(p) if p is not None else None),
-            )  # fmt: skip
+            outcome = await ls.jobs.run_blocking(cached_profile, path, text, runner, options, ws_specs)
+            if outcome is None:
+                outcome = await ls.jobs.run_blocking(
+                    profile_file, path, text, runner, options, ruleset, ws_specs, cancel,
+                    lambda m, p: progress.report(m, int(p) if p is not None else None),
+                )  # fmt: skip
         except (ProfileError, RunnerError) as exc:
             ls.notify(f"kernellsp: profiling {path.name} failed: {exc}", types.MessageType.Warning)
             ls.publish_layer(uri, KIND, version, [])
@@ -92,7 +117,34 @@ def maybe_start_profile(ls: KernelLspServer, uri: str, version: int | None, text
         progress.report(f"{len(diags)} profile finding(s)" + (" (cached)" if outcome.cached else ""), 100)
         return outcome
 
-    return ls.jobs.start(uri, KIND, f"Profiling {path.name}", job, delay_s=DELAY_S)
+    task = ls.jobs.start(uri, KIND, f"Profiling {path.name}", job)
+    started = ls.jobs.current(uri, KIND)
+    if started is not None:
+        started.tag = fingerprint
+    return task
+
+
+def warm_up(ls: KernelLspServer) -> None:
+    """Build the harness runtime object for the current arch in the background, when a GPU runner is set up.
+
+    Runs in the job executor (asking for the runner may start nvidia-smi; the environment query starts
+    nvcc, ncu and nvidia-smi once, which the first profile then finds in the cache). Failures are left to
+    the first profile, which reports them.
+    """
+    from kernellsp.profile.ncu import runner_environment
+    from kernellsp.run.harness_build import warm_runtime
+
+    def work() -> None:
+        try:
+            runner, _ = ls.gpu_runner()
+            if runner is None:
+                return
+            env = runner_environment(runner)
+            warm_runtime(runner, ls.settings.arch, env.get("nvcc_version"), ls.settings.build_timeout_s)
+        except Exception:  # the first profile reports whatever this hit
+            log.info("warming the harness runtime failed", exc_info=True)
+
+    ls.jobs.executor.submit(work)
 
 
 async def show_profile(ls: KernelLspServer, uri: str, *options: str) -> Any:

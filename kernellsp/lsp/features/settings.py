@@ -93,6 +93,9 @@ async def initialized(ls: KernelLspServer, params: types.InitializedParams) -> N
             apply_settings(ls)
     finally:
         ls.settings_ready.set()
+    from kernellsp.lsp.features.profile import warm_up
+
+    warm_up(ls)
     if get_capability(ls.client_capabilities, "workspace.did_change_configuration.dynamic_registration", False):
         reg = types.Registration(
             id=str(uuid.uuid4()), method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
