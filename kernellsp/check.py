@@ -419,6 +419,11 @@ def check_text(
         build_result = build(path, text, model, options.arch, flags, options.build_timeout_s, options.use_cache,
                              options.cancel)  # fmt: skip
     report.build = build_result
+    if build_result is not None and build_result.timed_out:
+        f = _builtin(ruleset, "build-timeout", spath, line_range(0, model.lines[0] if model.lines else None),
+                     {"message": build_result.error or "nvcc ran out of time"})  # fmt: skip
+        if f is not None:
+            report.findings.append(f)
     if build_result is not None:
         for msg in build_result.messages:
             if msg.severity == "remark":

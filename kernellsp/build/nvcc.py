@@ -6,7 +6,9 @@ spill stores/loads, stack frame (local memory), static shared memory, constant m
 When ``nvdisasm`` is available the cubin is disassembled with line info and each source line gets
 counts of instruction classes (fp64, local memory, atomics, global/shared accesses, barriers).
 nvcc errors and warnings become :class:`CompilerMessage` records on their lines. Results are cached
-by the content hash of the file, its local includes, the flags and the nvcc version.
+by the content hash of the file, its local includes, the flags and the nvcc version; a build that
+runs out of time is a result too (``timed_out``, cached with the limit it had), so an unchanged file
+that nvcc cannot build in time is not rebuilt until the limit grows.
 """
 
 from __future__ import annotations
@@ -72,6 +74,9 @@ class BuildResult:
     error: str | None = None  # environment problem (no nvcc, timeout), not a compile error
     cached: bool = False
     seconds: float = 0.0
+    #: nvcc did not finish within ``timeout_s`` (``error`` says so); cached like any result.
+    timed_out: bool = False
+    timeout_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -90,6 +95,8 @@ class BuildResult:
             sass_available=d.get("sass_available", False),
             error=d.get("error"),
             seconds=d.get("seconds", 0.0),
+            timed_out=d.get("timed_out", False),
+            timeout_s=d.get("timeout_s"),
         )
 
 
@@ -341,7 +348,8 @@ def build(
     )  # fmt: skip
     if use_cache:
         hit = cache.get("build", key)
-        if hit is not None:
+        # A cached timeout stands for this limit or a lower one; a higher limit tries again.
+        if hit is not None and not (hit.get("timed_out") and timeout_s > (hit.get("timeout_s") or 0.0)):
             res = BuildResult.from_dict(hit)
             res.cached = True
             return res
@@ -359,9 +367,14 @@ def build(
         try:
             proc = run_tool(cmd, timeout_s, cwd=tmpdir, cancel=cancel)
         except subprocess.TimeoutExpired:
-            return BuildResult(ok=False, arch=arch, nvcc_version=nvcc_version,
-                               error=f"nvcc took longer than {timeout_s:g} s on {path.name}; "
-                                     "raise build_timeout or simplify the file")  # fmt: skip
+            result = BuildResult(ok=False, arch=arch, nvcc_version=nvcc_version, timed_out=True, timeout_s=timeout_s,
+                                 error=f"nvcc did not finish within {timeout_s:g} s on {path.name}, so no register, spill "
+                                       "or occupancy data (source-level rules still ran); raise the build timeout "
+                                       "(build_timeout_s in kernellsp.toml [settings], kernellsp.budgets.buildTimeoutS "
+                                       "in the editor) or split the file", seconds=time.monotonic() - t0)  # fmt: skip
+            if use_cache:
+                cache.put("build", key, result.to_dict())
+            return result
         except OSError as exc:
             return BuildResult(ok=False, arch=arch, nvcc_version=nvcc_version, error=f"cannot run nvcc: {exc}")
         output = proc.stdout + "\n" + proc.stderr
