@@ -6,7 +6,8 @@ runs it before the tests, and this test runs it too (a no-op when everything is 
 installs the .vsix into a fresh code-server, opens a workspace whose ``.venv`` is this interpreter's
 virtual environment (so the extension finds the server the way a user's workspace does), and runs
 ``e2e/drive.js``: a warning squiggle and Problems entries with rule codes, "Optimize … with verified
-rewrite" and "Add launch spec for …" in the quick-fix list, the spec applied and saved to disk.
+rewrite" and "Add launch spec for …" in the quick-fix list, the spec applied and saved to disk, the status
+bar item with the GPU state, and the palette's "kernellsp: Check workspace" answering with its summary.
 Screenshots land in ``$KERNELLSP_TEST_ARTIFACTS/vscode`` (default: the test's tmp dir);
 ``tests/fixtures/screens/vscode.png`` is one from a real run.
 
@@ -207,6 +208,8 @@ def test_vscode_extension_in_code_server(tmp_path: Path, monkeypatch: pytest.Mon
     assert any(
         "Optimize saxpy_strided with verified rewrite" in t for t in by_step["optimize offered"]["titles"]
     )
+    assert by_step["status bar"]["status"].startswith("kernellsp: "), detail
+    assert "finding(s) in 1 file(s)" in by_step["check workspace"]["message"], detail
     after = (ws / "kernels.cu").read_text()
     assert after.count("/* kernellsp") == 2 and after.index("void scale(") > after.rindex("/* kernellsp")
     assert (shots / "editor.png").stat().st_size > 10_000

@@ -144,6 +144,26 @@ async function main() {
     }, 15000);
     report('saved', { bytes: saved.length });
 
+    // The status bar item knows the runner's GPU state (no GPU on a CI machine, the GPU's name on a GPU host).
+    const statusText = await waitFor('the kernellsp status bar item', async () => {
+      const texts = await page.locator('.statusbar-item').allInnerTexts();
+      return texts.map((t) => t.trim()).find((t) => /^kernellsp: /.test(t)) || false;
+    }, 30000);
+    report('status bar', { status: statusText });
+
+    // A palette command of the extension, through the server: check the whole workspace.
+    await page.keyboard.press('Control+Shift+P');
+    await page.locator('.quick-input-widget input').waitFor({ state: 'visible', timeout });
+    await page.locator('.quick-input-widget input').fill('>kernellsp: Check workspace');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Check workspace' }).first().waitFor({ timeout });
+    await page.keyboard.press('Enter');
+    const toast = await waitFor('the workspace check summary', async () => {
+      const texts = await page.locator('.notification-list-item-message').allInnerTexts();
+      return texts.find((t) => /finding\(s\) in \d+ file\(s\)/.test(t)) || false;
+    }, timeout * 2);
+    report('check workspace', { message: toast });
+    await page.keyboard.press('Escape');
+
     // The picture: the new spec, the squiggles, Problems with rule codes, the status bar, and the
     // quick-fix list on the spec'd kernel again.
     await page.waitForTimeout(1500);
