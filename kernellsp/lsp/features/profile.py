@@ -164,7 +164,9 @@ async def show_profile(ls: KernelLspServer, uri: str, *options: str) -> Any:
         return format_outcome(outcome, name)
     text = ls.profile_texts.get(uri) or ls.workspace.get_text_document(uri).source
     try:
-        page = await ls.jobs.run_blocking(profile_page, [Run("profile", outcome, text)], f"kernellsp profile: {name}")
+        page = await ls.jobs.run_blocking(
+            profile_page, [Run("profile", outcome, text)], f"kernellsp profile: {name}"
+        )
     except HtmlReportError as exc:
         return {"html": None, "message": str(exc)}
     return {"html": page, "title": f"Profile: {name}"}
