@@ -22,7 +22,7 @@ from kernellsp.cli import app
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "fixtures" / "sarif-schema-2.1.0.json"
 FINDING_LINE = re.compile(
-    r"^(?P<path>[^:\s][^:]*\.cuh?):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning|info|hint) "
+    r"^(?P<path>[^:\s][^:]*\.cuh?):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning|info|hint): "
     r"(?P<code>KL\d{3}) (?P<msg>\S.*)$"
 )
 SUMMARY = re.compile(r"^(No findings|\d+ findings? \(.*\)) in \d+ files? \(\d+ kernels?\)\.")
@@ -149,7 +149,7 @@ def test_fail_on_error_exits_0_with_only_warnings(tmp_path: Path, monkeypatch: p
     Path("warn.cu").write_text(WARN_ONLY)
     default = invoke("check", "warn.cu")
     assert default.exit_code == 1
-    assert "warn.cu:13:5: warning KL401 line 13 of scale" in default.stdout
+    assert "warn.cu:13:5: warning: KL401 line 13 of scale" in default.stdout
     assert " error " not in default.stdout
     assert invoke("check", "--fail-on", "error", "warn.cu").exit_code == 0
     assert invoke("check", "--fail-on", "warning", "warn.cu").exit_code == 1

@@ -125,7 +125,7 @@ def test_pre_commit_hook_runs_kernellsp_check(tmp_path: Path) -> None:
     out = failed.stdout + failed.stderr
     assert failed.returncode == 1, out
     assert "kernellsp (CUDA kernel findings)" in out and "Failed" in out, out
-    assert "scale.cu:4:" in out and "warning KL401" in out, out
+    assert "scale.cu:4:" in out and "warning: KL401" in out, out
     assert "notes.txt" not in out
 
     (project / "scale.cu").write_text(KERNEL.replace("SCALE", "0.1f"))

@@ -205,7 +205,7 @@ def test_workspace_rules_override_and_add(tmp_path: Path, monkeypatch: pytest.Mo
     runner = CliRunner()
     before = runner.invoke(app, ["check", "--no-build", "k.cu"])
     assert before.exit_code == 1, before.output
-    assert "k.cu:10:17: info KL405 scale only reads x" in before.output
+    assert "k.cu:10:17: info: KL405 scale only reads x" in before.output
     assert "KL950" not in before.output
 
     d = ws / ".kernellsp" / "rules"
@@ -216,8 +216,8 @@ def test_workspace_rules_override_and_add(tmp_path: Path, monkeypatch: pytest.Mo
     _write(d, "KL950-big.toml", VALID)
     after = runner.invoke(app, ["check", "--no-build", "k.cu"])
     assert after.exit_code == 1, after.output
-    assert "k.cu:10:17: error KL405 TEAM POLICY: scale only reads x" in after.output
-    assert "k.cu:10:17: info KL950 scale launches 512 threads per block (spec)" in after.output
+    assert "k.cu:10:17: error: KL405 TEAM POLICY: scale only reads x" in after.output
+    assert "k.cu:10:17: info: KL950 scale launches 512 threads per block (spec)" in after.output
     rs = load_rules(ws)
     assert rs.get("KL405") is not None and rs.get("KL405").origin == str(d / "KL405-team.toml")  # type: ignore[union-attr]
     assert rs.get("KL101") is not None and rs.get("KL101").origin.startswith(str(BUNDLED))  # type: ignore[union-attr]
@@ -229,7 +229,7 @@ def test_workspace_rules_override_and_add(tmp_path: Path, monkeypatch: pytest.Mo
     _write(d, "KL405-team.toml", kl405.replace('severity = "error"', 'severity = "hint"'))
     relaxed = runner.invoke(app, ["check", "--no-build", "--fail-on", "warning", "k.cu"])
     assert relaxed.exit_code == 0, relaxed.output
-    assert "hint KL405 TEAM POLICY" in relaxed.output
+    assert "hint: KL405 TEAM POLICY" in relaxed.output
 
 
 # --------------------------------------------------------------------------------------------------

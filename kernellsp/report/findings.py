@@ -1,7 +1,7 @@
 """Formatting findings: compiler-style text, stable JSON, and SARIF 2.1.0.
 
-Text is ``path:line:col: severity CODE message`` (1-based, like nvcc and gcc, so editors and CI
-log parsers pick it up), coloured only when the stream is a TTY. JSON is stable: keys sorted,
+Text is ``path:line:col: severity: CODE message`` (1-based, gcc's layout with the colon after the
+severity, so editors' and CI's gcc problem matchers pick it up), coloured only when the stream is a TTY. JSON is stable: keys sorted,
 findings ordered by path, line, column and code, schema versioned. SARIF follows GitHub code
 scanning's profile: repo-relative URIs, rules with help text, 1-based regions, and a
 ``primaryLocationLineHash`` fingerprint.
@@ -42,7 +42,7 @@ def format_text(report: CheckReport, colour: bool = False, show_fix: bool = Fals
         sev = f.severity.value
         sev_txt = f"{_COLOURS[sev]}{sev}{_RESET}" if colour else sev
         code = f"\x1b[1m{f.code}\x1b[0m" if colour else f.code
-        lines.append(f"{display_path(f.path)}:{f.range.start_line + 1}:{f.range.start_col + 1}: {sev_txt} {code} {f.message}")
+        lines.append(f"{display_path(f.path)}:{f.range.start_line + 1}:{f.range.start_col + 1}: {sev_txt}: {code} {f.message}")
         if show_fix and f.fix:
             lines.append(f"    fix: {f.fix}")
     for fr in report.files:
