@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import statistics
 import threading
 import time
 from collections.abc import Callable
@@ -68,6 +69,9 @@ class VerifyOptions:
     build_timeout_s: float = 240.0
     sanitize: bool = True
     sanitizer_tools: tuple[str, ...] = ("memcheck", "racecheck")
+    #: Sequential timing: the interval is looked at after each round from this one on (never before it),
+    #: and timing stops once it clears the minimum gain or lies below it (:func:`timing.decision`).
+    min_rounds: int = 3
     time_candidate: bool = True
     #: Skip correctness and sanitizer (A/A timing studies only; never used for acceptance).
     timing_only: bool = False
@@ -118,6 +122,8 @@ class _Session:
         self.fetch_root: Path | None = None
         self.n = 0
         self.env: dict[str, Any] = {}
+        #: Where the built harnesses are, relative to ``wd`` (each side builds in a directory of its own).
+        self.exe_paths: dict[str, str] = {}
 
     def close(self) -> None:
         self.runner.cleanup(self.wd)
@@ -141,7 +147,7 @@ class _Session:
                     ) -> tuple[Any, harness.HarnessResult | None, str]:  # fmt: skip
         self.n += 1
         out = f"r{self.n:04d}"
-        argv = harness.harness_argv(f"./{exe}", mode, out, shape=shape, seed=seed, reps=reps, warmup=warmup,  # type: ignore[arg-type]
+        argv = harness.harness_argv(f"./{self.exe_paths.get(exe, exe)}", mode, out, shape=shape, seed=seed, reps=reps, warmup=warmup,  # type: ignore[arg-type]
                                     poison=poison, fresh_inputs=fresh, dump_last=dump_last)  # type: ignore[arg-type]  # fmt: skip
         res = self.run([*(wrapper or []), *argv])
         try:
@@ -237,37 +243,40 @@ def _verify_in(
     bplan: harness.HarnessPlan, cplan: harness.HarnessPlan, opts: VerifyOptions, say: Progress,
 ) -> Verdict:
     name = path.name
-    files = {f"base/{name}": baseline.encode(), f"cand/{name}": candidate.encode()}
-    files["harness_base.cu"] = harness.generate_harness(bplan, f"base/{name}").encode()
-    files["harness_cand.cu"] = harness.generate_harness(cplan, f"cand/{name}").encode()
+    from kernellsp import cache
     from kernellsp.build.nvcc import local_includes
+    from kernellsp.run.harness_build import build_harness
 
+    # Each side in a directory of its own with one layout (harness.cu, src/NAME, its local includes), so
+    # equal sources give one executable: the candidate that wins a round is the next round's baseline, and
+    # the final verification's two sides were both built during the rounds (the binary cache ignores the
+    # output names). The harness runtime is the split build's shared object: only the entry unit compiles.
+    files: dict[str, bytes] = {}
+    for who, text, plan in (("base", baseline, bplan), ("cand", candidate, cplan)):
+        files[f"{who}/src/{name}"] = text.encode()
+        files[f"{who}/harness.cu"] = harness.generate_harness(plan, f"src/{name}", split=True).encode()
     for inc in local_includes(parse_source(baseline, str(path)), path):
         try:
             rel = inc.relative_to(path.resolve().parent).as_posix()
         except ValueError:
             continue
-        files[f"base/{rel}"] = files[f"cand/{rel}"] = inc.read_bytes()
+        files[f"base/src/{rel}"] = files[f"cand/src/{rel}"] = inc.read_bytes()
     s.runner.put(files, s.wd)
     nvcc = s.runner.require("nvcc")
     say("building baseline and candidate", 5)
-    cmds = {
-        "base": [nvcc if a == "nvcc" else a for a in harness.harness_compile_command(
-            "harness_base.cu", "h_base", opts.arch, list(bspec.spec.flags))],
-        "cand": [nvcc if a == "nvcc" else a for a in harness.harness_compile_command(
-            "harness_cand.cu", "h_cand", opts.arch, list(cplan.flags))],
-    }  # fmt: skip
-    from kernellsp import cache
+    flags = {"base": list(bspec.spec.flags), "cand": list(cplan.flags)}
 
     def build(who: str) -> Any:
-        own = {k: v for k, v in files.items() if k.startswith(f"{who}/") or k == f"harness_{who}.cu"}
-        key = cache.digest("bin", *(f"{k[len(who) + 1:] if k.startswith(who + '/') else k}\0{v.decode('utf-8', 'replace')}"
-                                    for k, v in sorted(own.items())), " ".join(cmds[who]), str(s.env.get("nvcc_version")))  # fmt: skip
-        return s.runner.cached_build(key, cmds[who], f"h_{who}", s.wd, opts.build_timeout_s, s.cancel)
+        own = sorted((k[len(who) + 1 :], v) for k, v in files.items() if k.startswith(f"{who}/"))
+        key = cache.digest(*(f"{k}\0{v.decode('utf-8', 'replace')}" for k, v in own))
+        return build_harness(s.runner, f"{s.wd}/{who}", "harness.cu", f"h_{who}", opts.arch, flags[who], nvcc=nvcc,
+                             nvcc_version=s.env.get("nvcc_version"), sources_key=key, timeout_s=opts.build_timeout_s,
+                             cancel=s.cancel)  # fmt: skip
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        futs = {k: pool.submit(build, k) for k in cmds}
+        futs = {k: pool.submit(build, k) for k in ("base", "cand")}
         built = {k: f.result() for k, f in futs.items()}
+    s.exe_paths = {"h_base": "base/h_base", "h_cand": "cand/h_cand"}
     if built["base"].returncode != 0:
         raise VerifyError(f"the baseline's harness does not build: {_first_line(built['base'].output)}")
     if built["cand"].returncode != 0:
@@ -386,12 +395,21 @@ def _time(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.HarnessP
     # against the candidate.
     base_partial: set[str] = set()
     last: dict[str, harness.HarnessResult] = {}
+    # Sequential testing: from round min_rounds on, the interval is looked at after every round, each look
+    # at a level that keeps the overall error at 5% (timing.look_confidence); timing stops once it clears
+    # the minimum gain or lies wholly below it. Rounds after the first scale their repetitions to the
+    # baseline's duration (timing.scaled_reps): a long kernel needs fewer launches per process.
+    min_rounds = max(1, min(opts.min_rounds, opts.rounds))
+    confidence = timing.look_confidence(0.95, opts.rounds - min_rounds + 1)
+    reps, warmup = opts.reps, opts.warmup
     for r in range(opts.rounds):
         for who in ("base", "cand"):
             say(f"timing round {r + 1}/{opts.rounds}: {'baseline' if who == 'base' else 'candidate'}",
                 75 + 24 * (r + (who == "cand") / 2) / opts.rounds)  # fmt: skip
-            last_round = r == opts.rounds - 1
-            res, out, _ = s.harness_run(f"h_{who}", "time", 0, 100 + r, reps=opts.reps, warmup=opts.warmup, fresh=True,
+            # The first round keeps the outputs of its last launch (every round is a fresh process with the
+            # same launches, and the first is the one every verification runs, however early it stops).
+            last_round = r == 0
+            res, out, _ = s.harness_run(f"h_{who}", "time", 0, 100 + r, reps=reps, warmup=warmup, fresh=True,
                                         dump_last=last_round and not opts.timing_only)  # fmt: skip
             if out is None or not out.ok:
                 msg = out.error if out is not None else _first_line(res.output, 3)
@@ -414,6 +432,12 @@ def _time(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.HarnessP
                                            f"{b.name} unwritten in {sum(1 for u in b.rep_unwritten if u)} of "
                                            f"{len(b.rep_unwritten)} repetitions (work skipped or cached across calls)",
                                            buffer=b.name)  # fmt: skip
+        if r == 0 and rounds["base"][0]:
+            reps, warmup = timing.scaled_reps(statistics.median(rounds["base"][0]), opts.reps, opts.warmup)
+        if min_rounds <= r + 1 < opts.rounds:
+            look = timing.paired_speedup(rounds["base"], rounds["cand"], confidence=confidence)
+            if timing.decision(look, opts.min_gain_pct) != "continue":
+                break
     # The last timed launch must still compute the answer: a candidate that does the work once and
     # skips it on later launches (state kept in shared memory, the heap or an inout buffer) fails here.
     if "base" in last and "cand" in last:
@@ -424,7 +448,7 @@ def _time(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.HarnessP
                 return _reject("mismatch", entry, "after repeated launches during timing the candidate's output is wrong "
                                f"(work skipped or state kept between launches): {mm.describe()}", buffer=a.name,
                                index=mm.index, got=mm.got, want=mm.want, phase="timing")  # fmt: skip
-    stats = timing.paired_speedup(rounds["base"], rounds["cand"])
+    stats = timing.paired_speedup(rounds["base"], rounds["cand"], confidence=confidence)
     v = Verdict("not_faster", False, "", entry, details=details, stats=stats.to_dict(),
                 timings={"rounds": raw, "kernel_entry": kernel_entry})  # fmt: skip
     from kernellsp.profile.ncu import footprint_bytes

@@ -300,7 +300,7 @@ def gemm_body(b: GemmBinding, t: GemmTile, tile_loop: bool = False) -> str:
         w("#pragma unroll")
         w.open(f"for (int {P}r = 0; {P}r < {rm}; ++{P}r)")
         w("#pragma unroll")
-        w(f"for (int {P}c = 0; {P}c < {rn}; ++{P}c) {P}acc[{P}r][{P}c] = {b.init};")
+        w(f"for (int {P}c = 0; {P}c < {rn}; ++{P}c) {P}acc[{P}r][{P}c] = {b.init.format()};")
         w.close()
     w(f"const int {P}ntiles = ({P}K + {P}BK - 1) / {P}BK;")
     if t.stages == 0:
@@ -755,9 +755,9 @@ def _gemv_rows(w: _W, b: GemvBinding, t: GemvTile) -> None:
     w("#pragma unroll")
     w(f"for (int {P}o = 16; {P}o > 0; {P}o >>= 1) {P}s += __shfl_xor_sync(0xffffffffu, {P}s, {P}o);")
     w.open(f"if ({P}lane == 0)")
-    w(f"const float {P}acc = {b.init} + {P}s;")
+    w(f"const float {P}acc = ({b.init.format(i=f'{P}row')}) + {P}s;")
     w(f"float* {P}py = {P}y + (long long){P}row * {P}ys;")
-    w(f"*{P}py = {b.epilogue.format(acc=f'{P}acc', c=f'(*{P}py)')};")
+    w(f"*{P}py = {b.epilogue.format(acc=f'{P}acc', c=f'(*{P}py)', i=f'{P}row')};")
     w.close()
     w.close()
 
@@ -820,14 +820,14 @@ def _gemv_cols(w: _W, b: GemvBinding, t: GemvTile) -> None:
     w("#pragma unroll 4")
     w(f"for (int {P}h = 1; {P}h < {t.splits}; ++{P}h) {{ const float4 {P}u = {P}part[{P}h][{P}c]; "
       f"{P}t.x += {P}u.x; {P}t.y += {P}u.y; {P}t.z += {P}u.z; {P}t.w += {P}u.w; }}")  # fmt: skip
-    w(f"const float {P}tv[4] = {{{P}t.x, {P}t.y, {P}t.z, {P}t.w}};")
-    w("#pragma unroll")
-    w.open(f"for (int {P}q = 0; {P}q < 4; ++{P}q)")
-    w(f"if ({P}i + {P}q >= {P}M) break;")
-    w(f"const float {P}acc = {b.init} + {P}tv[{P}q];")
-    w(f"float* {P}py = {P}y + (long long)({P}i + {P}q) * {P}ys;")
-    w(f"*{P}py = {b.epilogue.format(acc=f'{P}acc', c=f'(*{P}py)')};")
-    w.close()
+    # One block per component (no array indexed in a loop: that could put it in local memory).
+    for q, comp in enumerate("xyzw"):
+        row = f"({P}i + {q})"
+        w.open(f"if ({row} < {P}M)")
+        w(f"const float {P}acc = ({b.init.format(i=row)}) + {P}t.{comp};")
+        w(f"float* {P}py = {P}y + (long long){row} * {P}ys;")
+        w(f"*{P}py = {b.epilogue.format(acc=f'{P}acc', c=f'(*{P}py)', i=row)};")
+        w.close()
     w.close()
     w("__syncthreads();  // part[] is reused by the next block-stride iteration")
     w.close()

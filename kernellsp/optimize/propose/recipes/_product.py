@@ -18,6 +18,7 @@ other arrays (a bias ``b[j]``), so the generated kernel computes exactly what th
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from kernellsp.optimize.propose.recipes import _memshape as ms
@@ -95,6 +96,13 @@ class Product:
         return t.index.coeff(name) != Poly()
 
 
+def is_batch(p: Product, c: ms.Coord) -> bool:
+    """Is ``c`` a batch coordinate by origin: the outer batch loop's variable or the grid's z axis?"""
+    if p.batch_loop is not None and c.name == p.batch_loop.var:
+        return True
+    return c.pivot in ("blockIdx.z", "gid.z")
+
+
 _SENT = "\x00"
 
 
@@ -164,6 +172,9 @@ def analyse(ctx: RecipeContext) -> Product | str:
         got = loads_by_node.get(n.id) if n is not None else None
         if got is None:
             text = ir.text(n) if n is not None else "?"
+            if n is not None and n.type == "cast_expression":
+                return (f"the factor `{text}` converts its load with a cast: the tiled recipes take plain fp32 "
+                        "loads `x[..] * y[..]`")  # fmt: skip
             if n is not None and any(c.type == "call_expression" for c in walk(n)):
                 return (f"the factor `{text}` converts or transforms a load: the tiled recipes take plain fp32 "
                         "loads `x[..] * y[..]`")  # fmt: skip
@@ -196,7 +207,11 @@ def analyse(ctx: RecipeContext) -> Product | str:
             return f"the kernel reads {a.base}[{a.index_text}] outside the product and its output expression"
     for n in walk(ir.body):
         if n.type == "call_expression" and not any(_inside(n, r) for r in regions):
-            return f"the kernel calls {ir.text(n.child_by_field_name('function'))}() outside the output expression"
+            fname = ir.text(n.child_by_field_name("function"))
+            if re.search(rf"^\s*#\s*define\s+{re.escape(fname)}\(", ctx.model.text, re.M):
+                return (f"an index uses the function-like macro {fname}(), which the analysis does not expand; "
+                        "write the index out")  # fmt: skip
+            return f"the kernel calls {fname}() outside the output expression"
     for name, v in ir.locals.items():
         if name in (accum.var, k) or (batch_loop is not None and name == batch_loop.var):
             continue
@@ -236,6 +251,11 @@ def analyse(ctx: RecipeContext) -> Product | str:
         free = sorted(s for s in c.extent.symbols() if s not in params)
         if free:
             return f"the extent {c.extent} of {c.origin} uses {free[0]}, which is not a scalar parameter"
+    for t in terms.values():
+        split = t.index.split(names)
+        if split is None or any(v.depends_on(names) for v in split[0].values()):
+            return (f"the index of {t.access.base} (`{t.access.index_text}`) is not linear in the output "
+                    f"coordinates and {k}")  # fmt: skip
     for t in (terms[factors[0].node.id], terms[factors[1].node.id]):
         if t.index.coeff(k) == Poly():
             return f"{t.access.base}'s index does not move with the reduction variable {k}"

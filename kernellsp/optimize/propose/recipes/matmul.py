@@ -29,7 +29,7 @@ from typing import Any
 from kernellsp.optimize.propose.recipes import _gemm_codegen as cg
 from kernellsp.optimize.propose.recipes import _memshape as ms
 from kernellsp.optimize.propose.recipes._elementwise import spec_expr
-from kernellsp.optimize.propose.recipes._product import Product, Term, analyse
+from kernellsp.optimize.propose.recipes._product import Product, Term, analyse, is_batch
 from kernellsp.optimize.propose.recipes.base import (
     Decline,
     Match,
@@ -104,8 +104,11 @@ def classify(ctx: RecipeContext, p: Product) -> Gemm | str:
     for c in p.coords:
         if not p.moves(st, c.name):
             return f"the output does not move with {c.origin}: several threads would write one element"
-    rows = [c for c in p.coords if p.moves(f0, c.name) and not p.moves(f1, c.name)]
-    cols = [c for c in p.coords if p.moves(f1, c.name) and not p.moves(f0, c.name)]
+    # A batch coordinate is known by where it comes from (an outer loop, blockIdx.z): a batch that only
+    # one operand moves with (a shared B) would otherwise look like a second row coordinate.
+    known = [c for c in p.coords if is_batch(p, c)]
+    rows = [c for c in p.coords if c not in known and p.moves(f0, c.name) and not p.moves(f1, c.name)]
+    cols = [c for c in p.coords if c not in known and p.moves(f1, c.name) and not p.moves(f0, c.name)]
     batch = [c for c in p.coords if c not in rows and c not in cols]
     if not rows or not cols:
         return ("one factor moves with no output coordinate of its own: a matrix-vector product (matvec recipe), "
