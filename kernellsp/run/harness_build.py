@@ -243,8 +243,12 @@ def build_harness(
         rkey = None
     else:
         rkey, rfut = ensure_runtime(runner, arch, nvcc, nvcc_version, timeout_s, flags)
-        exe_key = cache.digest(BUILD_VERSION, "exe", sources_key, " ".join(unit_cmd), " ".join(link_cmd), rkey,
-                               str(nvcc_version))  # fmt: skip
+        # The output names do not change the binary: a build of the same unit under another name (the
+        # candidate that becomes the next round's baseline) shares it. The unit's own path is in the key.
+        neutral_unit = unit_compile_command(harness_cu, "EXE.o", arch, flags, nvcc)
+        neutral_link = link_command(["EXE.o", "RUNTIME.o"], "EXE", arch, flags, nvcc)
+        exe_key = cache.digest(BUILD_VERSION, "exe", sources_key, " ".join(neutral_unit), " ".join(neutral_link),
+                               rkey, str(nvcc_version))  # fmt: skip
         t = time.monotonic()
         if runner.bin_cache_fetch(exe_key, exe, workdir):
             phases["cached_s"] = time.monotonic() - t
