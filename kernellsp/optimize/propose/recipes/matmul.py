@@ -222,8 +222,10 @@ def points(ctx: RecipeContext, m: Match) -> list[dict[str, Any]]:
     g: Gemm = m.data
     pts = [{"tile": name, "orient": o} for name in TILES for o in ("AB", "BA")
            if g.host_block is None or TILES[name].threads == g.host_block]  # fmt: skip
-    # Best guesses first: each tile in its natural orientation, then the transposed ones.
-    pts.sort(key=lambda q: (q["orient"] != "AB", list(TILES).index(q["tile"])))
+    # Best guesses first: the two best tiles as written, the best one transposed (it moves the shared-memory
+    # transposition to the other operand, which pays for some layouts), then the rest alternating.
+    order = list(TILES)
+    pts.sort(key=lambda q: 2 * order.index(q["tile"]) + (0 if q["orient"] == "AB" else 3))
     return prune(ctx, m, pts)
 
 
