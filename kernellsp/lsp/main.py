@@ -48,6 +48,9 @@ def run(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087, log_file: 
     from kernellsp.lsp import create_server
 
     server = create_server()
+    # The worker processes (a forkserver that imports the core) start now, while the client is still
+    # sending initialize: the first didOpen, right after it, then finds a worker ready.
+    server.jobs.processes.warm()
     log = logging.getLogger("kernellsp.lsp")
     signal.signal(signal.SIGTERM, _terminate)
     if tcp:

@@ -2,10 +2,21 @@
 
     python tests/bench/bench_lsp.py --write [--runs 3]
 
-Per run, in a fresh workspace with a copy of samples/vector_add.cu and a fresh cache:
-open → first (static) diagnostics; save → profile diagnostics (needs a GPU; skipped without one);
-re-save of the unchanged file → profile diagnostics again (the content-hash cache: no GPU work).
-Writes tests/bench/results/lsp-latency-<machine>.md.
+Per run, in a fresh workspace with a copy of samples/vector_add.cu and a fresh cache (a new server):
+
+* ``open_to_static_s``: didOpen → the first (static) diagnostics, nothing cached (nvcc + nvdisasm);
+* ``open_to_profile_s`` (GPU): didOpen → profile diagnostics, on a machine where kernellsp never ran:
+  the harness runtime object (built once per toolchain, in the background from the server's start) is
+  part of it;
+* ``save_to_profile_s`` (GPU): an edit (a comment line appended), then didSave → profile diagnostics
+  of the new text: the steady state of the edit loop (the entry unit compiles, ncu runs);
+* ``resave_cached_s`` (GPU): didSave of the unchanged text → its profile diagnostics again (the
+  content-hash cache: no build, no GPU work, no debounce);
+* ``reopen_to_static_s``: didClose, didOpen again in the same server (the build is cached);
+* ``open_to_static_warm_s``: a second server on the same cache, didOpen → static diagnostics.
+
+The GPU runs also record the profile's own phase breakdown (build, debounce wait, ncu, report, rules)
+from the server's cache. Writes tests/bench/results/lsp-latency-<machine>.md.
 """
 
 from __future__ import annotations
@@ -20,14 +31,40 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from gpuinfo import gpu_slug, local_gpu_name  # noqa: E402  (tests/gpuinfo.py)
-from test_lsp_support import lsp_session, open_doc, publications, save_doc  # noqa: E402
+from lsprotocol import types  # noqa: E402
+from test_lsp_support import change_doc, lsp_session, open_doc, publications, save_doc  # noqa: E402
 
 PROFILE = ("KL5", "KL6")
+#: The profile phases the table shows (kernellsp.profile.ncu.profile_file's environment.phases).
+PHASES = ("build_s", "debounce_wait_s", "ncu_s", "report_s", "rules_s", "total_s")
+
+
+async def _profiled(client: Any, uri: str, after: int, version: int, t: float, what: str) -> float:
+    """Seconds from ``t`` until a publication (past the first ``after``) of ``version`` carries profile findings.
+
+    Layers carry their version: a publication of ``version`` holds profile findings only once the profile
+    of that very text is in."""
+    while True:
+        pubs = publications(client, uri)[after:]
+        if any(p.version == version and any(str(d.code).startswith(PROFILE) for d in p.diagnostics) for p in pubs):
+            return time.monotonic() - t
+        if time.monotonic() - t > 300:
+            raise TimeoutError(what)
+        await asyncio.sleep(0.005)
+
+
+async def _static(client: Any, uri: str, after: int, t: float) -> float:
+    while len(publications(client, uri)) <= after:
+        if time.monotonic() - t > 120:
+            raise TimeoutError("static diagnostics")
+        await asyncio.sleep(0.005)
+    return time.monotonic() - t
 
 
 async def one_run(gpu: bool) -> dict[str, float]:
@@ -38,30 +75,54 @@ async def one_run(gpu: bool) -> dict[str, float]:
     cache = tempfile.mkdtemp(prefix="kernellsp-bench-lsp-cache-")
     env = {**os.environ, "KERNELLSP_CACHE_DIR": cache}
     out: dict[str, float] = {}
+    text = path.read_text()
     async with lsp_session("neovim@v0.11", ws, env=env) as client:
         t = time.monotonic()
         uri = open_doc(client, path)
-        while not publications(client, uri):
-            await asyncio.sleep(0.005)
-        out["open_to_static_s"] = time.monotonic() - t
+        out["open_to_static_s"] = await _static(client, uri, 0, t)
         if gpu:
-            for key in ("save_to_profile_s", "resave_cached_s"):
-                n = len(publications(client, uri))
-                t = time.monotonic()
-                save_doc(client, uri)
-                while True:
-                    # A save publishes twice: the check (which still carries the previous profile layer)
-                    # and then the profile job's own publication; wait for the second one.
-                    pubs = publications(client, uri)[n:]
-                    if len(pubs) >= 2 and any(str(d.code).startswith(PROFILE) for d in pubs[-1].diagnostics):
-                        break
-                    if time.monotonic() - t > 300:
-                        raise TimeoutError(key)
-                    await asyncio.sleep(0.005)
-                out[key] = time.monotonic() - t
+            out["open_to_profile_s"] = await _profiled(client, uri, 0, 1, t, "open → profile")
+            # An edit the user could make (a comment at the end: every cache misses, no line moves), then save.
+            text += "// edited\n"
+            change_doc(client, uri, 2, text)
+            n = len(publications(client, uri))
+            t = time.monotonic()
+            save_doc(client, uri)
+            out["save_to_profile_s"] = await _profiled(client, uri, n, 2, t, "save → profile")
+            n = len(publications(client, uri))
+            t = time.monotonic()
+            save_doc(client, uri)
+            out["resave_cached_s"] = await _profiled(client, uri, n, 2, t, "re-save → profile")
+        client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+        await asyncio.sleep(0.2)
+        n = len(publications(client, uri))
+        t = time.monotonic()
+        open_doc(client, path, version=3, text=text)
+        out["reopen_to_static_s"] = await _static(client, uri, n, t)
+    async with lsp_session("neovim@v0.11", ws, env=env) as client:
+        t = time.monotonic()
+        uri = open_doc(client, path, text=text)
+        out["open_to_static_warm_s"] = await _static(client, uri, 0, t)
+    if gpu:
+        out.update(_profile_phases(cache))
     shutil.rmtree(ws, ignore_errors=True)
     shutil.rmtree(cache, ignore_errors=True)
     return out
+
+
+def _profile_phases(cache_dir: str) -> dict[str, float]:
+    """The phases of the last profile the server stored (the edited text's: the re-save was a cache hit)."""
+    import json
+
+    import diskcache
+
+    last: dict[str, Any] = {}
+    with diskcache.Cache(cache_dir) as c:
+        for key in c.iterkeys():  # insertion order
+            if isinstance(key, str) and key.startswith("profile:"):
+                last = json.loads(c[key])
+    phases = last.get("environment", {}).get("phases", {})
+    return {f"phase_{k}": float(v) for k, v in phases.items() if k in PHASES}
 
 
 def main() -> int:
@@ -73,13 +134,26 @@ def main() -> int:
     if shutil.which("ncu"):
         gpu_name = local_gpu_name()
     runs = [asyncio.run(one_run(bool(gpu_name))) for _ in range(args.runs)]
-    keys = ["open_to_static_s"] + (["save_to_profile_s", "resave_cached_s"] if gpu_name else [])
+    keys = ["open_to_static_s", "reopen_to_static_s", "open_to_static_warm_s"]
+    if gpu_name:
+        keys += ["open_to_profile_s", "save_to_profile_s", "resave_cached_s"]
+        keys += [f"phase_{k}" for k in PHASES if all(f"phase_{k}" in r for r in runs)]
     where = gpu_name or f"CPU only ({os.cpu_count()} cores)"
     lines = [f"# Language-server latency ({where})", "",
-             f"Client over stdio (pytest-lsp, Neovim 0.11 capabilities), samples/vector_add.cu, fresh cache per run, "
-             f"host {platform.node()}. Save → profile includes the debounce (0.5 s), the harness build, ncu "
-             "(fast set) and reading the report; the re-save is served from the content-hash cache.", "",
-             "| run | " + " | ".join(keys) + " |", "|---|" + "---:|" * len(keys)]  # fmt: skip
+             f"Client over stdio (pytest-lsp, Neovim 0.11 capabilities), samples/vector_add.cu, fresh cache and a new "
+             f"server per run, host {platform.node()}, load average {os.getloadavg()[0]:.2f}. Columns (seconds): "
+             "`open_to_static` didOpen → static diagnostics with nothing cached; `reopen_to_static` didClose + "
+             "didOpen in the same server; `open_to_static_warm` a second server on the same cache"
+             + ("; `open_to_profile` didOpen → profile diagnostics on a machine where kernellsp never ran (the "
+                "harness runtime object, built once per toolchain from the server's start, is included); "
+                "`save_to_profile` an edit (a comment appended) + didSave → profile diagnostics of the new text "
+                "(the entry unit's compile, the 0.5 s debounce overlapping it, ncu's fast set, the report, the "
+                "rules); `resave_cached` didSave of the unchanged text → its profile diagnostics (content-hash "
+                "cache); `phase_*` the edited text's profile as the server recorded it (build = the entry unit's "
+                "compile and link, debounce_wait = what was left of the 0.5 s after the build, ncu = the "
+                "profiler run, report = reading the .ncu-rep, rules = findings; total = profile_file end to end)"
+                if gpu_name else "") + ".", "",
+             "| run | " + " | ".join(k.removesuffix("_s") for k in keys) + " |", "|---|" + "---:|" * len(keys)]  # fmt: skip
     for i, r in enumerate(runs, 1):
         lines.append(f"| {i} | " + " | ".join(f"{r[k]:.2f}" for k in keys) + " |")
     lines.append("| median | " + " | ".join(f"{statistics.median(r[k] for r in runs):.2f}" for k in keys) + " |")
