@@ -94,4 +94,30 @@ def run_checks(workspace: Path | None = None) -> list[Check]:
             checks.append(Check("llm", "ok", f"{llm.model} at {llm.base_url} (key in ${llm.api_key_env})"))
         runner = settings.runner if not settings.gpu_host else f"ssh {settings.gpu_host}"
         checks.append(Check("runner", "ok", f"{runner}, arch {settings.arch}"))
+    checks.extend(sandbox_checks(settings.gpu_host if settings is not None else None))
     return checks
+
+
+def sandbox_checks(gpu_host: str | None = None) -> list[Check]:
+    """What confines the code under test on this host and, when one is set, on the ssh GPU host."""
+    from kernellsp.run.runner import RunnerError, SshRunner, make_runner
+
+    out: list[Check] = []
+    try:
+        runners = [("sandbox", make_runner("local"))]
+        if gpu_host:
+            runners.append((f"sandbox ({gpu_host})", SshRunner(gpu_host)))
+    except RunnerError as exc:  # a bad KERNELLSP_SANDBOX value or ssh target
+        return [Check("sandbox", "missing", str(exc), "set KERNELLSP_SANDBOX to auto, require or off")]
+    for name, runner in runners:
+        try:
+            status = runner.sandbox_status()
+        finally:
+            runner.close()
+        if status.confined:
+            out.append(Check(name, "ok", status.describe()))
+        else:
+            fix = ("" if status.mode == "off" else "install bubblewrap on the runner host (apt-get install bubblewrap) "
+                   "and allow unprivileged user namespaces; ") + "KERNELLSP_SANDBOX=require refuses to run unconfined"  # fmt: skip
+            out.append(Check(name, "warn", status.describe(), fix))
+    return out

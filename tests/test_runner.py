@@ -61,6 +61,13 @@ def workdir(runner: LocalRunner) -> Iterator[str]:
 
 
 @pytest.fixture
+def plain_runner(tmp_path: Path) -> LocalRunner:
+    """Without the sandbox: the process-group tests read host pids (the sandbox has its own PID namespace;
+    tests/test_sandbox.py checks that a timeout kills everything in it)."""
+    return LocalRunner(scratch_root=tmp_path, sandbox="off")
+
+
+@pytest.fixture
 def secrets(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     for k, v in SECRETS.items():
         monkeypatch.setenv(k, v)
@@ -180,10 +187,10 @@ def _pids(workdir: str) -> list[int]:
             time.sleep(0.05)
 
 
-def test_timeout_kills_the_process_group_quickly(runner: LocalRunner, workdir: str) -> None:
+def test_timeout_kills_the_process_group_quickly(plain_runner: LocalRunner, workdir: str) -> None:
     t0 = time.monotonic()
     with pytest.raises(RunnerError) as ei:
-        runner.run(HANG, workdir, 1)
+        plain_runner.run(HANG, workdir, 1)
     elapsed = time.monotonic() - t0
     assert ei.value.kind == "timeout"
     assert "within 1 s" in str(ei.value) and "killed" in str(ei.value)
@@ -200,14 +207,14 @@ def test_timeout_of_plain_sleep(runner: LocalRunner, workdir: str) -> None:
     assert time.monotonic() - t0 < 4.0
 
 
-def test_cancel_raises_cancelled_and_kills_the_process_group(runner: LocalRunner, workdir: str) -> None:
+def test_cancel_raises_cancelled_and_kills_the_process_group(plain_runner: LocalRunner, workdir: str) -> None:
     cancel = threading.Event()
     timer = threading.Timer(0.5, cancel.set)
     timer.start()
     t0 = time.monotonic()
     try:
         with pytest.raises(Cancelled):
-            runner.run(HANG, workdir, 60, cancel=cancel)
+            plain_runner.run(HANG, workdir, 60, cancel=cancel)
     finally:
         timer.cancel()
     assert time.monotonic() - t0 < 4.0

@@ -47,6 +47,15 @@ def workdir(runner: SshRunner) -> Iterator[str]:
     runner.cleanup(wd)
 
 
+@pytest.fixture(scope="module")
+def plain(sshd_server: sshd.SshServer) -> Iterator[SshRunner]:
+    """Without the sandbox: the kill tests read host pids (the sandbox has its own PID namespace;
+    tests/test_sandbox.py checks that a timeout kills everything in it) and the reuse test times ssh alone."""
+    r = SshRunner(sshd_server.target, ssh=sshd_server.ssh, extra_options=sshd_server.options, sandbox="off")
+    yield r
+    r.close()
+
+
 def _wait_dead(pid: int, within_s: float = 5.0) -> bool:
     deadline = time.monotonic() + within_s
     while sshd.alive(pid):
@@ -216,7 +225,8 @@ def _remote_pids(runner: SshRunner, workdir: str) -> list[int]:
     return [int(x) for x in res.stdout.split()]
 
 
-def test_timeout_kills_the_remote_process_group(runner: SshRunner, workdir: str) -> None:
+def test_timeout_kills_the_remote_process_group(plain: SshRunner, workdir: str) -> None:
+    runner = plain
     t0 = time.monotonic()
     with pytest.raises(RunnerError) as ei:
         runner.run(HANG, workdir, 1)
@@ -232,7 +242,8 @@ def test_timeout_kills_the_remote_process_group(runner: SshRunner, workdir: str)
     assert runner.run(["true"], workdir, 30).returncode == 0
 
 
-def test_cancel_kills_the_remote_process_group(runner: SshRunner, workdir: str) -> None:
+def test_cancel_kills_the_remote_process_group(plain: SshRunner, workdir: str) -> None:
+    runner = plain
     cancel = threading.Event()
     timer = threading.Timer(1.0, cancel.set)
     timer.start()
@@ -297,7 +308,7 @@ def test_gpu_lock_busy_is_reported(runner: SshRunner, workdir: str, sshd_server:
 
 
 def test_connection_is_reused(sshd_server: sshd.SshServer) -> None:
-    r = SshRunner(sshd_server.target, ssh=sshd_server.ssh, extra_options=sshd_server.options)
+    r = SshRunner(sshd_server.target, ssh=sshd_server.ssh, extra_options=sshd_server.options, sandbox="off")
     try:
         before = _connections(sshd_server)
         wd = r.new_workdir()

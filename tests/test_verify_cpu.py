@@ -73,7 +73,7 @@ def edit(text: str, old: str, new: str) -> str:
 
 
 OUT_OF_SCOPE = {
-    "include added": (edit(SOFTMAX, "#include <math.h>", "#include <math.h>\n#include <cuda_fp16.h>"), "outside the targeted kernels"),
+    "include added": (edit(SOFTMAX, "#include <math.h>", "#include <math.h>\n#include <cstdio>"), "not among the headers"),
     "macro added": (edit(SOFTMAX, "#include <math.h>", "#include <math.h>\n#define expf __expf"), "outside the targeted kernels"),
     "signature changed": (edit(SOFTMAX, SIG, SIG.replace("int cols", "long cols")), "signature of softmax_row"),
     "tolerance loosened": (edit(SOFTMAX, "rtol = 1e-3", "rtol = 1e-1"), "spec field 'tolerance'"),

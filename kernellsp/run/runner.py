@@ -6,7 +6,10 @@
   connection (``ControlMaster``) is reused for every step.
 
 Both give the program under test a fresh scratch directory and an environment stripped of
-secrets (no API keys or tokens), run one job at a time per GPU (a lock file on the GPU host), kill
+secrets (no API keys or tokens), run every command in the sandbox of :mod:`kernellsp.run.sandbox`
+(bubblewrap: no network, writes only in the scratch directory, no home, resource limits; a named
+violation raises ``RunnerError("sandbox_violation")``; ``KERNELLSP_SANDBOX=auto|require|off``), run
+one job at a time per GPU (a lock file on the GPU host), kill
 whole process groups on timeout or cancel, and turn the usual failures into :class:`RunnerError`
 messages that name the fix: unreachable host, no nvcc or ncu there, no GPU, counters not
 permitted (ERR_NVGPUCTRPERM), timeouts, crashing or hanging kernels.
@@ -33,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernellsp.build.nvcc import Cancelled
+from kernellsp.run import sandbox as sbx
 
 #: Environment variables passed to programs under test; everything else is dropped.
 _ENV_KEEP = ("PATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "LANG", "LC_ALL",
@@ -44,11 +48,18 @@ _LOCK_BUSY = 75  # flock -E: the GPU lock was not free in time
 
 
 class RunnerError(RuntimeError):
-    """A runner problem the user can fix; ``kind`` is a stable tag for tests and the LSP."""
+    """A runner problem the user can fix; ``kind`` is a stable tag for tests and the LSP.
 
-    def __init__(self, kind: str, message: str) -> None:
+    ``kind == "sandbox_violation"``: the command broke the sandbox; ``violations`` names what it did and
+    ``argv`` is the command (as the caller gave it, before the sandbox's wrapper).
+    """
+
+    def __init__(self, kind: str, message: str, violations: list[str] | None = None,
+                 argv: list[str] | None = None) -> None:  # fmt: skip
         super().__init__(message)
         self.kind = kind
+        self.violations = list(violations or [])
+        self.argv = list(argv or [])
 
 
 @dataclass
@@ -59,6 +70,8 @@ class RunResult:
     stdout: str
     stderr: str
     seconds: float
+    #: Ran inside the sandbox (False: unconfined, see :meth:`Runner.sandbox_status`).
+    sandboxed: bool = False
 
     @property
     def output(self) -> str:
@@ -102,10 +115,82 @@ def _last_lines(text: str, n: int = 3) -> str:
     return " | ".join(lines[-n:])
 
 
+#: The environment variable that sets the sandbox policy. Only the user's environment can: a workspace
+#: file comes with the code under test, so it must not be able to turn the sandbox off.
+SANDBOX_ENV = "KERNELLSP_SANDBOX"
+_sandbox_probe_lock = threading.Lock()
+
+
+def sandbox_setting(value: str | None = None) -> str:
+    """``value``, or ``$KERNELLSP_SANDBOX``, or ``auto``; an unknown value is a RunnerError naming the variable."""
+    v = (value if value is not None else os.environ.get(SANDBOX_ENV, "")).strip().lower() or "auto"
+    if v not in sbx.SETTINGS:
+        raise RunnerError("sandbox", f"{SANDBOX_ENV}={v!r}: expected one of {', '.join(sbx.SETTINGS)}")
+    return v
+
+
 class Runner(ABC):
     """Where GPU jobs run. ``workdir`` is a per-job scratch directory on the runner host."""
 
     name: str
+    #: ``auto``: sandbox when the host can, say so when not; ``require``: refuse to run unconfined; ``off``.
+    sandbox: str = "auto"
+    _sandbox_probed: tuple[sbx.Sandbox | None, sbx.SandboxStatus] | None = None
+
+    def sandbox_status(self) -> sbx.SandboxStatus:
+        """How code under test runs on this runner's host (found out once, on first use)."""
+        return self._sandbox_probe()[1]
+
+    def _sandbox_probe(self) -> tuple[sbx.Sandbox | None, sbx.SandboxStatus]:
+        with _sandbox_probe_lock:
+            if self._sandbox_probed is None:
+                self._sandbox_probed = sbx.probe(self, self.sandbox)
+            return self._sandbox_probed
+
+    def _sandbox_wrap(self, argv: list[str], workdir: str, timeout_s: float) -> tuple[list[str], sbx.Prepared | None]:
+        """``argv`` wrapped for the sandbox, or as it is when the host cannot sandbox (``require``: refused)."""
+        sb, status = self._sandbox_probe()
+        if sb is None:
+            if self.sandbox == "require":
+                raise RunnerError("sandbox", f"{SANDBOX_ENV}=require, but {status.describe()}")
+            return argv, None
+        prepared = sb.wrap(argv, workdir, timeout_s)
+        return prepared.argv, prepared
+
+    def _sandbox_finish(self, prepared: sbx.Prepared | None, res: RunResult, argv: list[str]) -> RunResult:
+        """Strip the sandbox's report from ``res``; raise ``sandbox_violation`` when the command broke it."""
+        if prepared is None:
+            return res
+        sb = self._sandbox_probe()[0]
+        assert sb is not None
+        try:
+            res.stderr, violations = sb.finish(prepared, res.returncode, res.stderr)
+        except sbx.SandboxError as exc:
+            raise RunnerError("sandbox", str(exc)) from None
+        res.sandboxed = True
+        m = re.match(r"bwrap: execvp (.*?): (.*)\n?\Z", res.stderr) if res.returncode == 1 and not res.stdout else None
+        if m:  # the program could not be started: the same error as without the sandbox
+            raise RunnerError("exec", f"cannot run {argv[0]}: {m.group(2)}")
+        if violations:
+            raise RunnerError("sandbox_violation", f"{Path(argv[0]).name} broke the sandbox on {self.name}: "
+                              + "; ".join(violations), violations, argv)  # fmt: skip
+        return res
+
+    # The sandbox probe's view of the host (kernellsp.run.sandbox.ProbeHost).
+    def _sandbox_install(self, files: dict[str, bytes]) -> dict[str, str]:
+        raise OSError(f"{type(self).__name__} cannot install the sandbox's files")
+
+    def _sandbox_facts(self, script: str) -> str:
+        raise OSError(f"{type(self).__name__} cannot read the host's facts")
+
+    def _sandbox_canary_root(self) -> str:
+        return tempfile.gettempdir()
+
+    def _sandbox_resolver(self) -> Callable[[str], str] | None:
+        return None
+
+    def _sandbox_trial(self, argv: list[str], workdir: str, timeout_s: float) -> tuple[int, str, str]:
+        raise OSError(f"{type(self).__name__} cannot run the sandbox's trial")
 
     @abstractmethod
     def new_workdir(self) -> str:
@@ -212,9 +297,10 @@ def _killpg(proc: subprocess.Popen[str]) -> None:
 class LocalRunner(Runner):
     """This host's GPU."""
 
-    def __init__(self, scratch_root: Path | None = None) -> None:
+    def __init__(self, scratch_root: Path | None = None, sandbox: str | None = None) -> None:
         self.name = "this host"
         self.scratch_root = scratch_root or Path(tempfile.gettempdir())
+        self.sandbox = sandbox_setting(sandbox)
 
     def new_workdir(self) -> str:
         return tempfile.mkdtemp(prefix="kernellsp-job-", dir=self.scratch_root)
@@ -243,9 +329,15 @@ class LocalRunner(Runner):
 
     def run(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None = None,
             env: dict[str, str] | None = None, gpu_lock: bool = False) -> RunResult:  # fmt: skip
+        wrapped, prepared = self._sandbox_wrap(argv, workdir, timeout_s)
+        res = self._run_unwrapped(wrapped, workdir, timeout_s, cancel, env, gpu_lock, Path(argv[0]).name)
+        return self._sandbox_finish(prepared, res, argv)
+
+    def _run_unwrapped(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None,
+                       env: dict[str, str] | None, gpu_lock: bool, label: str) -> RunResult:  # fmt: skip
         full_env = clean_env(env, home=workdir)
         if not gpu_lock:
-            return _popen_run(argv, workdir, timeout_s, cancel, full_env, Path(argv[0]).name)
+            return _popen_run(argv, workdir, timeout_s, cancel, full_env, label)
         lock_path = Path(tempfile.gettempdir()) / _LOCK_NAME
         import fcntl
 
@@ -269,9 +361,42 @@ class LocalRunner(Runner):
                                                   f"(lock {lock_path})") from None  # fmt: skip
                     time.sleep(0.1)
             try:
-                return _popen_run(argv, workdir, timeout_s, cancel, full_env, Path(argv[0]).name)
+                return _popen_run(argv, workdir, timeout_s, cancel, full_env, label)
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def _sandbox_install(self, files: dict[str, bytes]) -> dict[str, str]:
+        from kernellsp.cache import cache_dir
+
+        try:
+            d = cache_dir() / "sandbox"
+            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError:
+            d = Path(tempfile.mkdtemp(prefix="kernellsp-sandbox-"))
+        out: dict[str, str] = {}
+        for name, data in files.items():
+            p = d / name
+            if not (p.is_file() and p.read_bytes() == data):
+                tmp = d / f".{name}.{uuid.uuid4().hex[:6]}"
+                tmp.write_bytes(data)
+                tmp.replace(p)
+            out[name] = str(p)
+        return out
+
+    def _sandbox_facts(self, script: str) -> str:
+        # The user's own environment: the facts include $HOME, the home to hide.
+        res = subprocess.run(["sh", script, "facts"], capture_output=True, text=True, timeout=30, errors="replace")
+        return res.stdout
+
+    def _sandbox_canary_root(self) -> str:
+        return str(self.scratch_root)
+
+    def _sandbox_resolver(self) -> Callable[[str], str] | None:
+        return os.path.realpath
+
+    def _sandbox_trial(self, argv: list[str], workdir: str, timeout_s: float) -> tuple[int, str, str]:
+        res = _popen_run(argv, workdir, timeout_s, None, clean_env(home=workdir), "sandbox trial")
+        return res.returncode, res.stdout, res.stderr
 
     def which(self, tool: str) -> str | None:
         from kernellsp.build import toolchain
@@ -321,7 +446,7 @@ class SshRunner(Runner):
     """A remote GPU host reached with ssh (``user@host`` or an ssh config alias; ``host:port`` allowed)."""
 
     def __init__(self, target: str, ssh: str = "ssh", connect_timeout_s: int = 10,
-                 extra_options: list[str] | None = None) -> None:  # fmt: skip
+                 extra_options: list[str] | None = None, sandbox: str | None = None) -> None:  # fmt: skip
         if not target or target.startswith("-") or any(c.isspace() for c in target):
             raise RunnerError("bad_host", f"--gpu-host {target!r}: expected user@host or an ssh alias")
         self.target, self.port = self._split_port(target)
@@ -333,6 +458,7 @@ class SshRunner(Runner):
         self._control = os.path.join(self._control_dir, "cm")
         self._which_cache: dict[str, str | None] = {}
         self._remote_root: str | None = None
+        self.sandbox = sandbox_setting(sandbox)
 
     @staticmethod
     def _split_port(target: str) -> tuple[str, str | None]:
@@ -440,6 +566,12 @@ class SshRunner(Runner):
 
     def run(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None = None,
             env: dict[str, str] | None = None, gpu_lock: bool = False) -> RunResult:  # fmt: skip
+        wrapped, prepared = self._sandbox_wrap(argv, workdir, timeout_s)
+        res = self._run_unwrapped(wrapped, workdir, timeout_s, cancel, env, gpu_lock, Path(argv[0]).name)
+        return self._sandbox_finish(prepared, res, argv)
+
+    def _run_unwrapped(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None,
+                       env: dict[str, str] | None, gpu_lock: bool, label: str) -> RunResult:  # fmt: skip
         # Remote environment: the login PATH plus CUDA's usual place, HOME in the scratch dir, no secrets
         # (ssh does not forward ours; SendEnv is not used).
         assigns = [f"HOME={shlex.quote(workdir)}", f"TMPDIR={shlex.quote(workdir)}", "NVIDIA_TF32_OVERRIDE=0",
@@ -476,9 +608,35 @@ class SshRunner(Runner):
             raise RunnerError("busy", f"the GPU on {self.name} stayed busy with another kernellsp job for "
                                       f"{timeout_s:.0f} s (lock {self.root()}/{_LOCK_NAME})")  # fmt: skip
         if rc == 137 and rr.seconds >= timeout_s:  # killed by `timeout`; an earlier SIGKILL is a crash
-            raise RunnerError("timeout", f"{Path(argv[0]).name} on {self.name} did not finish within {timeout_s:.0f} s "
+            raise RunnerError("timeout", f"{label} on {self.name} did not finish within {timeout_s:.0f} s "
                                          "and was killed (a hanging kernel?)")  # fmt: skip
         return rr
+
+    def _sandbox_install(self, files: dict[str, bytes]) -> dict[str, str]:
+        d = f"{self.root()}/sandbox"
+        out: dict[str, str] = {}
+        for name, data in files.items():
+            path = f"{d}/{name}"
+            # Content-named files: written once per host, atomically (a half-written script never runs).
+            tmp = f"{path}.{uuid.uuid4().hex[:6]}"
+            cmd = (f"mkdir -p {shlex.quote(d)} && chmod 700 {shlex.quote(d)} && {{ test -f {shlex.quote(path)} || "
+                   f"{{ cat > {shlex.quote(tmp)} && mv -f {shlex.quote(tmp)} {shlex.quote(path)}; }}; }}")  # fmt: skip
+            res = self._ssh(cmd, 60, stdin=data)
+            if res.returncode != 0:
+                raise OSError(f"cannot write {path} on {self.name}: {res.stderr.decode(errors='replace').strip()}")
+            out[name] = path
+        return out
+
+    def _sandbox_facts(self, script: str) -> str:
+        res = self._ssh(f"sh {shlex.quote(script)} facts", 60)
+        return res.stdout.decode(errors="replace")
+
+    def _sandbox_canary_root(self) -> str:
+        return self.root()
+
+    def _sandbox_trial(self, argv: list[str], workdir: str, timeout_s: float) -> tuple[int, str, str]:
+        res = self._run_unwrapped(argv, workdir, timeout_s, None, None, False, "sandbox trial")
+        return res.returncode, res.stdout, res.stderr
 
     def which(self, tool: str) -> str | None:
         if tool not in self._which_cache:
@@ -509,10 +667,10 @@ class SshRunner(Runner):
         shutil.rmtree(self._control_dir, ignore_errors=True)
 
 
-def make_runner(runner: str = "local", gpu_host: str | None = None) -> Runner:
-    """The runner the settings ask for."""
+def make_runner(runner: str = "local", gpu_host: str | None = None, sandbox: str | None = None) -> Runner:
+    """The runner the settings ask for; ``sandbox`` defaults to ``$KERNELLSP_SANDBOX`` (or ``auto``)."""
     if gpu_host:
-        return SshRunner(gpu_host)
+        return SshRunner(gpu_host, sandbox=sandbox)
     if runner == "none":
         raise RunnerError("none", "profiling is off (runner = none)")
-    return LocalRunner()
+    return LocalRunner(sandbox=sandbox)

@@ -48,7 +48,7 @@ Progress = Callable[[str, float | None], None]
 
 VERDICTS = ("accepted", "scope_violation", "compile_error", "runtime_error", "timeout", "input_mutated",
             "unwritten_output", "mismatch", "degenerate_reference", "sanitizer", "sanitizer_unavailable",
-            "not_faster", "suspect_speedup", "timing_anomaly")  # fmt: skip
+            "not_faster", "suspect_speedup", "timing_anomaly", "sandbox_violation")  # fmt: skip
 
 
 class VerifyError(RuntimeError):
@@ -222,6 +222,11 @@ def verify(
     from kernellsp.profile.ncu import runner_environment
 
     env = environment if environment is not None else runner_environment(runner)
+    # What confines the code under test goes into the evidence; when nothing does, the user hears it now.
+    box = runner.sandbox_status()
+    if not box.confined:
+        say(box.describe(), None)
+    env = {**env, "sandbox": box.to_dict()}
     session = _Session(runner, opts, cancel)
     session.env = env
     try:
@@ -229,6 +234,12 @@ def verify(
     except RunnerError as exc:
         if exc.kind == "timeout":
             v = _reject("timeout", entry, str(exc))
+        elif exc.kind == "sandbox_violation" and any("h_cand" in a or "harness_cand" in a for a in exc.argv):
+            v = _reject("sandbox_violation", entry, f"the candidate broke the sandbox on {runner.name} (running "
+                        f"{Path(exc.argv[0]).name}): {'; '.join(exc.violations)}", violations=exc.violations)  # fmt: skip
+        elif exc.kind == "sandbox_violation":
+            raise VerifyError(f"the baseline itself broke the sandbox on {runner.name}, so nothing can be verified "
+                              f"against it: {'; '.join(exc.violations)}") from None  # fmt: skip
         else:
             raise VerifyError(str(exc)) from None
     finally:
