@@ -38,7 +38,6 @@ RECIPE = {"matmul": "matmul-tiled", "matvec": "matvec-bandwidth"}
 EXPECTED_DECLINES = {
     "matmul_f16_f32acc.cu": "converts",  # __half2float in the product: the tensor-core path is not implemented
     "matmul_i8_i32.cu": "cast",  # (int32_t) casts: an integer product
-    "matmul_at_b.cu": "macro IDX2",  # function-like index macro
 }
 
 
@@ -92,6 +91,13 @@ def test_linear_layer_binds_transposed_weight_and_bias_start() -> None:
     b: cg.GemmBinding = m.data.binding
     assert (b.b.name, b.b.layout, b.b.ld) == ("weight", "col", "K")
     assert b.init == "bias[{j}]"
+
+
+def test_index_macro_is_expanded_and_a_transposed_binds_column_major() -> None:
+    _, m = _match("matmul-tiled", CORPUS / "matmul_at_b.cu", "matmul_tn")
+    assert isinstance(m, Match), m
+    b: cg.GemmBinding = m.data.binding
+    assert (b.a.layout, b.a.ld, b.b.layout, b.c.layout) == ("col", "M", "row", "row")
 
 
 def test_uncoalesced_thread_mapping_and_one_d_block_split_both_bind() -> None:

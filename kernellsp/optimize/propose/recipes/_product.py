@@ -205,12 +205,12 @@ def analyse(ctx: RecipeContext) -> Product | str:
             continue
         if not any(_inside(a.node, r) for r in regions):
             return f"the kernel reads {a.base}[{a.index_text}] outside the product and its output expression"
+    macros = _function_macros(ctx.model.text)
     for n in walk(ir.body):
         if n.type == "call_expression" and not any(_inside(n, r) for r in regions):
             fname = ir.text(n.child_by_field_name("function"))
-            if re.search(rf"^\s*#\s*define\s+{re.escape(fname)}\(", ctx.model.text, re.M):
-                return (f"an index uses the function-like macro {fname}(), which the analysis does not expand; "
-                        "write the index out")  # fmt: skip
+            if fname in macros and _in_subscript_index(n):
+                continue  # an index macro (IDX2(r, c, ld)): expanded below
             return f"the kernel calls {fname}() outside the output expression"
     for name, v in ir.locals.items():
         if name in (accum.var, k) or (batch_loop is not None and name == batch_loop.var):
@@ -221,6 +221,8 @@ def analyse(ctx: RecipeContext) -> Product | str:
     idx: dict[int, Poly] = {}
     for a in [*factors, st, *[x for x in ir.loads() if x.node.id not in allowed]]:
         p = ms.access_index(ir, a)
+        if p is None:
+            p = _macro_index(ir, a, macros)
         if p is None:
             return f"the index of {a.base} (`{a.index_text}`) is not integer arithmetic on thread indices"
         idx[a.node.id] = p
@@ -285,6 +287,124 @@ def analyse(ctx: RecipeContext) -> Product | str:
                    factors=(terms[factors[0].node.id], terms[factors[1].node.id]), store=terms[st.node.id],
                    coords=coords, batch_loop=batch_loop, epilogue=epilogue, init=init_text,
                    extras=extras)  # fmt: skip
+
+
+_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)]*)\)[ \t]+(.+?)[ \t]*$", re.M)
+_TOKEN = re.compile(r"\s*(?:(\d+)[uUlL]*|([A-Za-z_]\w*)|(.))")
+
+
+def _function_macros(text: str) -> dict[str, tuple[list[str], str]]:
+    """One-line function-like macros of the file: name -> (parameters, body)."""
+    return {m.group(1): ([p.strip() for p in m.group(2).split(",") if p.strip()], m.group(3))
+            for m in _MACRO.finditer(text) if not m.group(3).endswith("\\")}  # fmt: skip
+
+
+def _in_subscript_index(n: object) -> bool:
+    p = n.parent  # type: ignore[attr-defined]
+    while p is not None and p.type in ("parenthesized_expression", "binary_expression", "call_expression",
+                                       "argument_list", "subscript_argument_list"):  # fmt: skip
+        if p.type == "subscript_argument_list":
+            return True
+        p = p.parent
+    return False
+
+
+def _macro_index(ir: object, a: Access, macros: dict[str, tuple[list[str], str]]) -> Poly | None:
+    """The element index of ``a`` when it is ``base[MACRO(args)]`` with a one-line integer macro: the body's
+    ``+ - *`` arithmetic over the arguments' polynomials (other names are parameters)."""
+    from kernellsp.source.ir import _pointer_base, _subscript_parts
+
+    if a.node.type != "subscript_expression":
+        return None
+    base, idx = _subscript_parts(ir, a.node)  # type: ignore[arg-type]
+    if base is None or idx is None:
+        return None
+    idx = _strip_parens(ir, idx)  # type: ignore[arg-type]
+    if idx.type != "call_expression":
+        return None
+    name = ir.text(idx.child_by_field_name("function"))  # type: ignore[attr-defined]
+    if name not in macros:
+        return None
+    params, body = macros[name]
+    args_node = idx.child_by_field_name("arguments")
+    args = [c for c in args_node.named_children if c.type != "comment"] if args_node is not None else []
+    if len(args) != len(params):
+        return None
+    values: dict[str, Poly] = {}
+    for pname, arg in zip(params, args, strict=True):
+        v = ir.poly(arg, divmod=True)  # type: ignore[attr-defined]
+        if v is None:
+            return None
+        values[pname] = v
+    got = _eval_int_expr(body, values)
+    if got is None:
+        return None
+    pnames = {p.name for p in ir.params if p.is_pointer}  # type: ignore[attr-defined]
+    param, off = _pointer_base(ir, base, pnames, 0)  # type: ignore[arg-type]
+    if param is None or off is None:
+        return None
+    return off + got
+
+
+def _eval_int_expr(text: str, values: dict[str, Poly]) -> Poly | None:
+    """``text`` (integers, names, ``+ - *``, parentheses) as a polynomial; names not in ``values`` are symbols."""
+    toks: list[tuple[str, str]] = []
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            break
+        pos = m.end()
+        if m.group(1):
+            toks.append(("num", m.group(1)))
+        elif m.group(2):
+            toks.append(("name", m.group(2)))
+        elif m.group(3) and not m.group(3).isspace():
+            toks.append(("op", m.group(3)))
+    i = 0
+
+    def atom() -> Poly | None:
+        nonlocal i
+        if i >= len(toks):
+            return None
+        kind, val = toks[i]
+        i += 1
+        if kind == "num":
+            return Poly.const(int(val))
+        if kind == "name":
+            return values.get(val, Poly.sym(val))
+        if val == "(":
+            v = add()
+            if v is None or i >= len(toks) or toks[i] != ("op", ")"):
+                return None
+            i += 1
+            return v
+        if val == "-":
+            v = atom()
+            return -v if v is not None else None
+        return None
+
+    def mul() -> Poly | None:
+        nonlocal i
+        v = atom()
+        while v is not None and i < len(toks) and toks[i] == ("op", "*"):
+            i += 1
+            r = atom()
+            v = v * r if r is not None else None
+        return v
+
+    def add() -> Poly | None:
+        nonlocal i
+        v = mul()
+        while v is not None and i < len(toks) and toks[i] in (("op", "+"), ("op", "-")):
+            op = toks[i][1]
+            i += 1
+            r = mul()
+            v = (v + r if op == "+" else v - r) if r is not None else None
+        return v
+
+    out = add()
+    return out if i == len(toks) else None
 
 
 def _check_loop(ir: object, loop: Loop, acc_node: object) -> str:
