@@ -311,7 +311,8 @@ def optimize(
             memory.add({"file": rel, "entry": entry, "key": cand.key, "transform": cand.description,
                         "description": cand.description, "proposer": cand.proposer, "rules": cand.rules,
                         "verdict": v.kind, "message": v.message[:500], "predicted_gain_pct": cand.predicted_gain_pct,
-                        "measured_speedup": v.speedup, "baseline": _hash(champion), "time": stamp})  # fmt: skip
+                        "measured_speedup": v.speedup, "baseline": _hash(champion), "time": stamp,
+                        "gpu": env.get("gpu")})  # fmt: skip
             memory.save()
             emit({"event": "verdict", "round": rnd, "index": i, "verdict": v.kind, "message": v.message,
                   "speedup": v.speedup, "best": champion_speedup})  # fmt: skip
