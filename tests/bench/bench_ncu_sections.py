@@ -1,10 +1,11 @@
-"""Benchmark: what each ncu section costs on one small kernel (chooses the on-save "fast set").
+"""Benchmark: what the build steps and each ncu option cost on one small kernel (chooses the on-save set).
 
     python tests/bench/bench_ncu_sections.py --write [SAMPLE.cu]
 
-Builds the sample's harness once (timing the build), then runs it without a profiler and under ncu
-with several section sets, one launch each (``--profile-from-start off``, as kernellsp does), and
-prints the wall time of each. Writes tests/bench/results/ncu-sections-<gpu>.md.
+Builds the sample's harness with the split build (the runtime object, the entry unit, the link: each
+timed; and the old single-unit build for comparison), then runs it without a profiler and under ncu
+with several section sets and options, one launch each (``--profile-from-start off``, as kernellsp
+does), and prints the wall time of each. Writes tests/bench/results/ncu-sections-<gpu>.md.
 """
 
 from __future__ import annotations
@@ -22,18 +23,37 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from gpuinfo import gpu_slug, local_gpu_name  # noqa: E402  (tests/gpuinfo.py)
 
-from kernellsp import harness  # noqa: E402
 from kernellsp.profile.ncu import EXTRA_METRICS, FAST_SECTIONS  # noqa: E402
+from kernellsp.run import harness  # noqa: E402
+from kernellsp.run import harness_build as hb  # noqa: E402
 from kernellsp.source.model import parse_source  # noqa: E402
 from kernellsp.source.spec import specs_from_source  # noqa: E402
 
+FAST = [x for s in FAST_SECTIONS for x in ("--section", s)] + ["--metrics", ",".join(EXTRA_METRICS)]
 VARIANTS: dict[str, list[str]] = {
-    "fast set (kernellsp default)": FAST_SECTIONS,
-    "- MemoryWorkloadAnalysis_Tables": [s for s in FAST_SECTIONS if s != "MemoryWorkloadAnalysis_Tables"],
-    "- WarpStateStats": [s for s in FAST_SECTIONS if s != "WarpStateStats"],
-    "- SourceCounters": [s for s in FAST_SECTIONS if s != "SourceCounters"],
-    "SpeedOfLight+LaunchStats+Occupancy": ["SpeedOfLight", "LaunchStats", "Occupancy"],
+    "fast set (kernellsp default)": [*FAST, "--import-source", "yes"],
+    "fast set, --cache-control none --clock-control none": [
+        *FAST,
+        "--import-source",
+        "yes",
+        "--cache-control",
+        "none",
+        "--clock-control",
+        "none",
+    ],
+    "fast set, --apply-rules no": [*FAST, "--import-source", "yes", "--apply-rules", "no"],
+    "fast set, no --import-source": FAST,
+    "- SourceCounters": [x for s in FAST_SECTIONS if s != "SourceCounters" for x in ("--section", s)]
+    + ["--metrics", ",".join(EXTRA_METRICS)],
+    "SpeedOfLight only": ["--section", "SpeedOfLight"],
+    "one metric (gpu__time_duration.sum): the floor": ["--metrics", "gpu__time_duration.sum"],
 }
+
+
+def _timed(cmd: list[str], cwd: Path) -> float:
+    t0 = time.monotonic()
+    subprocess.run(cmd, cwd=cwd, check=True, capture_output=True)
+    return time.monotonic() - t0
 
 
 def main() -> int:
@@ -50,26 +70,24 @@ def main() -> int:
     (work / "src" / src.name).write_text(text)
     plan = harness.plan_harness(model, b.spec, b.entry)
     (work / "h.cu").write_text(harness.generate_harness(plan, f"src/{src.name}"))
-    rows = []
-    for label, flags in (("nvcc -O3 (default)", []), ("nvcc -O3 -Xcompiler -O1", ["-Xcompiler", "-O1"])):
-        cmd = harness.harness_compile_command("h.cu", "h", "sm_90", flags)
-        t0 = time.monotonic()
-        subprocess.run(cmd, cwd=work, check=True, capture_output=True)
-        rows.append((f"build: {label}", time.monotonic() - t0))
+    (work / "u.cu").write_text(harness.generate_harness(plan, f"src/{src.name}", split=True))
+    (work / hb.RUNTIME_SOURCE).write_text(hb.runtime_unit_source())
+    flags = list(b.spec.flags)
+    rows = [
+        ("build: single unit, runtime inlined (before)", _timed(harness.harness_compile_command("h.cu", "h1", "sm_90", flags), work)),
+        ("build: runtime object (once per toolchain)", _timed(hb.runtime_compile_command("sm_90"), work)),
+        ("build: entry unit (per change)", _timed(hb.unit_compile_command("u.cu", "u.o", "sm_90", flags), work)),
+        ("build: link (per change)", _timed(hb.link_command(["u.o", hb.RUNTIME_OBJECT], "h", "sm_90", flags), work)),
+    ]  # fmt: skip
     run = ["./h", "--mode", "profile", "--shape", "0", "--seed", "1", "--out", "o"]
-    t0 = time.monotonic()
-    subprocess.run(run, cwd=work, check=True, capture_output=True)
-    rows.append(("harness alone, no profiler", time.monotonic() - t0))
-    for label, sections in VARIANTS.items():
-        cmd = ["ncu", "--force-overwrite", "--export", "p", "--import-source", "yes", "--profile-from-start", "off"]
-        for s in sections:
-            cmd += ["--section", s]
-        cmd += ["--metrics", ",".join(EXTRA_METRICS), *run]
-        t0 = time.monotonic()
-        subprocess.run(cmd, cwd=work, check=True, capture_output=True)
-        rows.append((f"ncu: {label}", time.monotonic() - t0))
+    rows.append(("harness alone, no profiler", _timed(run, work)))
+    rows.append(("ncu --version (start-up)", _timed(["ncu", "--version"], work)))
+    for label, opts in VARIANTS.items():
+        cmd = ["ncu", "--force-overwrite", "--export", "p", "--profile-from-start", "off", *opts, *run]
+        rows.append((f"ncu: {label}", _timed(cmd, work)))
     gpu = local_gpu_name()
-    lines = [f"# Cost of ncu sections on {args.sample} ({gpu})", "", "| step | wall (s) |", "|---|---:|"]
+    lines = [f"# Cost of the build steps and of ncu options on {args.sample} ({gpu})", "", "| step | wall (s) |",
+             "|---|---:|"]  # fmt: skip
     lines += [f"| {k} | {v:.2f} |" for k, v in rows]
     out = "\n".join(lines) + "\n"
     print(out)
