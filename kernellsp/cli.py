@@ -557,6 +557,9 @@ def verify(
         env = v.environment
         typer.echo(f"  on {env.get('gpu', '?')} (driver {env.get('driver', '?')}, nvcc {env.get('nvcc_version', '?')}, "
                    f"ncu {env.get('ncu_version', '?')}), {v.seconds:.1f} s")  # fmt: skip
+        box = env.get("sandbox")
+        if isinstance(box, dict) and box.get("summary"):
+            typer.echo(f"  {box['summary']}")
     raise typer.Exit(0 if v.accepted else 1)
 
 

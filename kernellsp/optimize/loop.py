@@ -229,6 +229,11 @@ def optimize(
     if not proposers:
         raise OptimizeError("no proposer is available")
     env = environment or runner_environment(runner)
+    # The bundle records what confined the code under test; when nothing did, the user hears it now.
+    box = runner.sandbox_status()
+    if not box.confined:
+        say(box.describe(), None)
+    env = {**env, "sandbox": box.to_dict()}
     sdir = state_dir(path)
     memory = Memory(sdir / "memory.json")
     rel = _rel(path)
