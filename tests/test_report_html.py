@@ -64,7 +64,27 @@ def test_ceilings_of_the_h100() -> None:
     spec_only = {**out.environment["device"]}
     spec_dram = next(c for c in ceilings(spec_only, []) if c.name == "DRAM")
     assert spec_dram.value == pytest.approx(roofs["DRAM"].value, rel=0.01) and "specs" in spec_dram.how
-    assert roofs["L2"].value == pytest.approx(80 * 64 * clock / 1e9) and "estimate" in roofs["L2"].how
+    assert roofs["L2"].value == pytest.approx(80 * 96 * clock / 1e9) and "estimate" in roofs["L2"].how
+
+
+def test_ceilings_from_ncu_peaks() -> None:
+    """The device facts of a real H100 profile (2026-11-24), which has ncu's per-cycle peaks (ROOFLINE_METRICS)."""
+    device = {
+        "compute_capability": "9.0",
+        "sm_count": 132,
+        "sm_clock_hz": 1589253743.5,
+        "dram_clock_hz": 2618804824.6,
+        "ffma_peak_per_cycle": 16896.0,
+        "dram_bytes_peak_per_cycle": 1280.0,
+        "l2_bytes_peak_per_cycle": 7680.0,
+        "l2_clock_hz": 1705048142.8,
+        "l2_slices": 80.0,
+        "memory_bus_width_bits": 5120.0,
+    }
+    roofs = {c.name: c for c in ceilings(device, [])}
+    assert roofs["FP32"].value == pytest.approx(53704, rel=1e-3) and roofs["FP32"].how.startswith("ncu's")
+    assert roofs["DRAM"].value == pytest.approx(3352, rel=1e-3) and roofs["DRAM"].how.startswith("ncu's")
+    assert roofs["L2"].value == pytest.approx(13095, rel=1e-3) and roofs["L2"].how.startswith("ncu's")
 
 
 def test_page_is_self_contained_and_has_chart_source_and_findings() -> None:

@@ -17,7 +17,8 @@ Ceilings (:func:`ceilings`), each labelled on the chart with how it was obtained
   used at least 10% of it) or from ncu's per-cycle peak × the measured DRAM clock; otherwise the
   device's specs: 2 transfers per clock × the memory clock × the bus width.
 * L2: ncu's per-cycle L2 peak × the L2 clock when the report has them; otherwise an estimate from the
-  device's specs: L2 slices × 64 B per clock (32 before compute capability 8.0) × the SM clock.
+  device's specs: L2 slices × bytes per slice and clock (:data:`L2_BYTES_PER_SLICE_CLK`) × the SM clock
+  (the L2 clock is not in older reports; on an H100 it ran about 7% above the SM clock under ncu).
 
 The point of a kernel with no FP32 work cannot sit on a FLOP/s axis: its chart says so and gives its
 DRAM throughput instead.
@@ -55,6 +56,10 @@ FP32_LANES_PER_SM: dict[str, int] = {
     "12.0": 128,
     "12.1": 128,
 }
+#: L2 bytes per slice and clock by compute capability major: 96 on Hopper (an H100's ncu peak,
+#: lts__t_bytes.sum.peak_sustained, is 7680 B/clk over its 80 slices), 64 on Ampere/Ada (A100: 5120 B/clk,
+#: 80 slices) and Blackwell until measured, 32 before.
+L2_BYTES_PER_SLICE_CLK: dict[str, int] = {"8": 64, "9": 96, "10": 64, "12": 64}
 #: Colours of the runs' points (baseline, winner, ...) and of the ceilings.
 _RUN_COLOURS = ["#d62728", "#2ca02c", "#1f77b4", "#9467bd"]
 _CEILING_COLOURS = {"DRAM": "#1f77b4", "L2": "#9467bd", "FP32": "#444444"}
@@ -164,7 +169,7 @@ def ceilings(device: dict[str, Any], kernels: Sequence[KernelSummary]) -> list[C
     if l2_cycle and l2_clock:
         out.append(Ceiling("L2", "memory", l2_cycle * l2_clock / 1e9, "ncu's L2 peak per cycle × L2 clock"))
     elif slices and clock:
-        width = 64 if cc and float(cc) >= 8.0 else 32
+        width = L2_BYTES_PER_SLICE_CLK.get(cc.split(".")[0], 32)
         out.append(
             Ceiling(
                 "L2",
