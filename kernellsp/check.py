@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from kernellsp.build import occupancy, toolchain
-from kernellsp.build.nvcc import DEFAULT_ARCH, BuildResult, Cancelled, build, match_kernel
+from kernellsp.build.flags import BuildFlags
+from kernellsp.build.nvcc import DEFAULT_ARCH, BuildResult, Cancelled, build, include_graph, match_kernel
 from kernellsp.findings import Finding, Range, Severity, line_range
 from kernellsp.rules import engine as rules
+from kernellsp.rules import selection as rule_selection
 from kernellsp.source import exprs, spec
 from kernellsp.source import facts as analysis
 from kernellsp.source.model import Function, SourceModel, parse_source
@@ -45,6 +47,10 @@ class CheckOptions:
     workspace: Path | None = None
     extra_rule_dirs: list[Path] = field(default_factory=list)
     cancel: threading.Event | None = None
+    #: The project's include folders, defines and compile_commands.json (``None``: none of them).
+    flags: BuildFlags | None = None
+    #: Which rules report (``None``: every rule); suppression comments apply either way.
+    selection: rule_selection.Selection | None = None
 
 
 @dataclass
@@ -168,12 +174,30 @@ def read_source(path: Path) -> tuple[str | None, str | None]:
         return None, "is a directory"
     except OSError as exc:
         return None, f"cannot read the file: {exc.strerror or exc}"
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff") and b"\x00" in data[:64]:
+        return None, "the file is UTF-16; nvcc and kernellsp read UTF-8 (save it as UTF-8)"
     if b"\x00" in data[:65536]:
         return None, "not a text file (it contains NUL bytes); is it a binary or an object file?"
     try:
         return data.decode("utf-8"), None
     except UnicodeDecodeError:
         return data.decode("latin-1"), None
+
+
+def utf8_problem(data: bytes) -> tuple[int, str] | None:
+    """``(0-based line, message)`` for bytes that are not UTF-8 (which :func:`read_source` reads as Latin-1)."""
+    try:
+        data.decode("utf-8")
+        return None
+    except UnicodeDecodeError as exc:
+        start = exc.start
+    line = data.count(b"\n", 0, start)
+    col = start - (data.rfind(b"\n", 0, start) + 1)
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        what = f"it starts with 0x{data[0]:02x} 0x{data[1]:02x}, UTF-16's byte-order mark"
+    else:
+        what = f"byte 0x{data[start]:02x} at column {col + 1} is not UTF-8"
+    return line, f"the file is not valid UTF-8 ({what}); kernellsp read it as Latin-1, so columns and text may be off"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -290,10 +314,18 @@ def kernel_metrics(
         assert build_result is not None
         km["sass_available"] = build_result.sass_available
         if build_result.sass_available:
+            # fp64 belongs to the instantiations that ask for it: with axpy<float> and axpy<double> in one file,
+            # the double one's DFMAs say nothing about the float one, so its fp64 counts stay out of the lines
+            # (every instantiation a double one: the kernel's data is double, and KL401 has nothing to say).
+            doubles = {r.mangled for r in matched if toolchain.instantiation_uses_double(r.mangled)}
+            if doubles and len(doubles) == len(matched):
+                km["uses_double_params"] = True
             for r in matched:
                 for ln, counts in build_result.sass_lines.get(r.mangled, {}).items():
                     acc = sass_by_line.setdefault(ln, {})
                     for k, v in counts.items():
+                        if k == "fp64" and r.mangled in doubles and len(doubles) < len(matched):
+                            continue
                         acc[k] = max(acc.get(k, 0), v)
             km["fp64_insts"] = sum(c.get("fp64", 0) for c in sass_by_line.values())
             km["local_insts"] = sum(c.get("local_ld", 0) + c.get("local_st", 0) for c in sass_by_line.values())
@@ -412,12 +444,16 @@ def check_text(
             if iss.severity == "warning":
                 f.severity = Severity.warning
             report.findings.append(f)
-    if build_result is None and options.build and path.suffix != ".cuh" and model.kernels:
-        flags: list[str] = []
+    # Every file is compiled, with or without kernels: a .cuh header in a unit of its own, a file of
+    # __device__ helpers or host code as it is. A file nvcc never saw must not read as "no findings".
+    file_flags = options.flags.for_file(path, options.workspace) if options.flags is not None else None
+    search_dirs = list(file_flags.include_dirs) if file_flags is not None else []
+    if build_result is None and options.build:
+        flags: list[str] = list(file_flags.args) if file_flags is not None else []
         for b in bound:
             flags.extend(x for x in b.spec.flags if x not in flags)
         build_result = build(path, text, model, options.arch, flags, options.build_timeout_s, options.use_cache,
-                             options.cancel)  # fmt: skip
+                             options.cancel, search_dirs=search_dirs)  # fmt: skip
     report.build = build_result
     if build_result is not None and build_result.timed_out:
         f = _builtin(ruleset, "build-timeout", spath, line_range(0, model.lines[0] if model.lines else None),
@@ -425,15 +461,21 @@ def check_text(
         if f is not None:
             report.findings.append(f)
     if build_result is not None:
+        # A message about a project header lands on the #include that brings the header in.
+        headers = include_graph(path, model.lines, search_dirs) if any(m.file for m in build_result.messages) else {}
         for msg in build_result.messages:
             if msg.severity == "remark":
                 continue
             emitter = "nvcc-error" if msg.severity == "error" else "nvcc-warning"
             ln = msg.line if msg.line is not None and msg.line < max(1, len(model.lines)) else 0
+            where = ""
+            if msg.line is None and msg.file is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    ln = headers.get(Path(msg.file).resolve(), ln)
+                where = f"in {_near(msg.file, path)}:{msg.file_line}: "
             text_line = model.lines[ln] if ln < len(model.lines) else None
-            tool = msg.tool if msg.tool != "nvcc" else "nvcc"
             f = _builtin(ruleset, emitter, spath, line_range(ln, text_line),
-                         {"message": f"{tool}: {msg.message}" + (f" [#{msg.code}]" if msg.code else "")})  # fmt: skip
+                         {"message": f"{msg.tool}: {where}{msg.message}" + (f" [#{msg.code}]" if msg.code else "")})  # fmt: skip
             if f is not None:
                 report.findings.append(f)
     spec_by_entry = {b.entry: b for b in bound}
@@ -450,6 +492,7 @@ def check_text(
             if f is not None:
                 report.findings.append(f)
     annotate_fixes(report.findings, model, bound, path)
+    report.findings = rule_selection.apply(report.findings, options.selection, model.lines)
     report.findings.sort(key=lambda f: f.sort_key())
     return report
 
@@ -498,6 +541,40 @@ def annotate_fixes(findings: list[Finding], model: SourceModel, bound: list[spec
         f.evidence["fix_recipe"] = name
 
 
+def project_options(
+    settings: Any, root: Path | None, include_dirs: Iterable[str] = (), defines: Iterable[str] = (),
+    select: Iterable[str] | None = None, ignore: Iterable[str] = (),
+) -> tuple[BuildFlags, rule_selection.Selection]:
+    """The build flags and rule selection of a workspace: its settings (``include_dirs``, ``defines``,
+    ``extra_flags``, ``compile_commands``, ``select``, ``ignore``), then the command line's. Raises
+    :class:`CheckError` naming the setting for a flag kernellsp sets itself or a code that names no rule."""
+    from kernellsp.build.flags import FlagsError
+
+    sel = rule_selection
+    try:
+        flags = BuildFlags.from_settings(settings, root, list(include_dirs), list(defines))
+        known = rules.load_rules(root).rules
+        project = sel.Selection(sel.parse_codes(settings.select), sel.parse_codes(settings.ignore))
+        project.validate(known)
+        select_l = list(select) if select is not None else None
+        cli = sel.Selection(sel.parse_codes(select_l or []), sel.parse_codes(ignore))
+        cli.validate(known, command_line=True)
+    except (FlagsError, sel.SelectionError) as exc:
+        raise CheckError(str(exc)) from None
+    except rules.RuleError as exc:
+        raise CheckError(f"malformed rule file: {exc}") from None
+    return flags, project.combined(cli.select if select_l else None, cli.ignore)
+
+
+def _near(other: str, path: Path) -> str:
+    """``other`` relative to ``path``'s folder when that is shorter (``../include/x.cuh``), else as it is."""
+    try:
+        rel = os.path.relpath(other, path.resolve().parent)
+    except ValueError:
+        return other
+    return rel if len(rel) < len(other) else other
+
+
 def check_paths(
     paths: Iterable[str | Path], options: CheckOptions | None = None,
     progress: Callable[[int, int, str], None] | None = None,
@@ -529,9 +606,20 @@ def check_paths(
             return FileReport(path=str(p), error="cancelled")
         ws_specs, origin = ws_cache[spec.find_workspace_root(p)]
         try:
-            return check_text(p, text, opts, ruleset, ws_specs, origin)
+            fr = check_text(p, text, opts, ruleset, ws_specs, origin)
         except Cancelled:
             return FileReport(path=str(p), error="cancelled")
+        if not text.isascii():
+            with contextlib.suppress(OSError):
+                bad = utf8_problem(p.read_bytes())
+                if bad is not None:
+                    lines = fr.model.lines if fr.model is not None else []
+                    f = _builtin(ruleset, "source-encoding", str(p),
+                                 line_range(bad[0], lines[bad[0]] if bad[0] < len(lines) else None), {"message": bad[1]})
+                    if f is not None:
+                        fr.findings = sorted([*fr.findings, *rule_selection.apply([f], opts.selection, lines)],
+                                             key=lambda x: x.sort_key())  # fmt: skip
+        return fr
 
     jobs = opts.jobs or max(1, min(len(texts), os.cpu_count() or 1))
     results: list[FileReport] = []

@@ -89,8 +89,26 @@ def check(
                                           help="Also profile spec'd entries under Nsight Compute.")] = False,
     gpu_host: Annotated[str | None, typer.Option("--gpu-host", help="Profile on user@host over ssh.")] = None,
     deep: Annotated[bool, typer.Option("--deep", help="Profile with the deep section set (slow).")] = False,
+    include_dir: Annotated[list[str] | None, typer.Option("--include-dir", "-I", metavar="DIR",
+                                                          help="Add an include folder for nvcc (repeatable; after "
+                                                          "compile_commands.json's and the include_dirs setting's).")] = None,
+    define: Annotated[list[str] | None, typer.Option("--define", "-D", metavar="NAME[=VALUE]",
+                                                     help="Define a macro for nvcc (repeatable).")] = None,
+    select: Annotated[list[str] | None, typer.Option("--select", metavar="CODES",
+                                                     help="Report only these rules: codes or prefixes, comma-separated "
+                                                     "(KL4,KL101); replaces the project's select setting.")] = None,
+    ignore: Annotated[list[str] | None, typer.Option("--ignore", metavar="CODES",
+                                                     help="Never report these rules (codes or prefixes, "
+                                                     "comma-separated); adds to the project's ignore setting.")] = None,
 ) -> None:
-    """Report static findings (registers, spills, occupancy, hazards) for CUDA files."""
+    """Report static findings (registers, spills, occupancy, hazards) for CUDA files.
+
+    Include folders and defines come from compile_commands.json (the nearest one above each file, or
+    build/compile_commands.json), the include_dirs/defines/extra_flags settings and -I/-D. A finding is
+    silenced on its line by a comment `// kernellsp: ignore[KL404]` there or on the line above
+    (`// kernellsp: ignore-file[KL004]`: the whole file), and project-wide by select/ignore in
+    kernellsp.toml [settings].
+    """
     from kernellsp.build.toolchain import arch_problem, normalise_arch
     from kernellsp.check import CheckError, CheckOptions, check_paths
     from kernellsp.report.findings import format_json, format_sarif, format_text
@@ -102,7 +120,10 @@ def check(
     problem = arch_problem(arch)
     if problem is not None:
         raise _fail(f"{origin}: {problem}")
-    options = CheckOptions(arch=arch, build_timeout_s=settings.build_timeout_s, use_cache=not no_cache, build=not no_build, jobs=jobs)
+    anchor = Path(paths[0]) if paths else Path.cwd()
+    flags, selection = _project_options(anchor, settings, include_dir or [], define or [], select, ignore or [])
+    options = CheckOptions(arch=arch, build_timeout_s=settings.build_timeout_s, use_cache=not no_cache, build=not no_build,
+                           jobs=jobs, flags=flags, selection=selection)  # fmt: skip
     interactive = err_console.is_terminal and output_format == OutputFormat.text
     try:
         if interactive:
@@ -146,6 +167,19 @@ def check(
         if any(f.severity.rank >= threshold for f in report.findings):
             raise typer.Exit(1)
     raise typer.Exit(0)
+
+
+def _project_options(anchor: Path, settings: Settings, include_dirs: list[str], defines: list[str],
+                     select: list[str] | None, ignore: list[str]) -> tuple[Any, Any]:  # fmt: skip
+    """The build flags and the rule selection for ``anchor``'s workspace (settings, then -I/-D/--select/--ignore);
+    a bad flag or a code that names no rule is a usage error."""
+    from kernellsp.check import CheckError, project_options
+    from kernellsp.source.spec import find_workspace_root
+
+    try:
+        return project_options(settings, find_workspace_root(anchor), include_dirs, defines, select, ignore)
+    except CheckError as exc:
+        raise _fail(str(exc)) from None
 
 
 def _settings(anchor: Path, gpu_host: str | None = None) -> Settings:

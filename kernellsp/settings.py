@@ -62,7 +62,7 @@ class Settings(BaseModel):
 
     arch: str = Field(
         default="sm_90",
-        description="Target GPU architecture for builds and occupancy (sm_70, sm_80, sm_86, sm_89, sm_90, ...).",
+        description="Target GPU architecture for builds and occupancy (sm_80, sm_90, sm_100a, ...; the installed nvcc decides which it builds).",
     )
     runner: Literal["local", "ssh", "none"] = Field(
         default="local",
@@ -99,6 +99,36 @@ class Settings(BaseModel):
         gt=0,
         description="Timeout of one nvcc build, seconds.",
         json_schema_extra=_editor("budgets.buildTimeoutS"),
+    )
+    include_dirs: list[str] = Field(
+        default_factory=list,
+        description="Include folders for nvcc (-I), relative to the workspace root or absolute; added to those "
+        "of compile_commands.json.",
+    )
+    defines: list[str] = Field(
+        default_factory=list,
+        description="Preprocessor definitions for nvcc (-D), as NAME or NAME=VALUE; added to those of "
+        "compile_commands.json.",
+    )
+    extra_flags: list[str] = Field(
+        default_factory=list,
+        description="Further nvcc flags for every build (e.g. -std=c++20, --expt-relaxed-constexpr); flags that "
+        "choose the output or the target (-o, -c, -arch, -gencode) are refused.",
+    )
+    compile_commands: str | None = Field(
+        default=None,
+        description="Path of the compile_commands.json to read include folders and defines from (relative to the "
+        "workspace root); unset: the nearest compile_commands.json (or build/compile_commands.json) above the file, "
+        "as clangd finds it; \"none\": do not read one.",
+    )
+    select: list[str] = Field(
+        default_factory=list,
+        description="Rules to report: codes or code prefixes (KL4 = every KL4xx rule); empty: every rule. The most "
+        "specific entry of select and ignore decides.",
+    )
+    ignore: list[str] = Field(
+        default_factory=list,
+        description="Rules never to report: codes or code prefixes (KL404, KL5).",
     )
     llm: LlmSettings = Field(default_factory=LlmSettings, description="The LLM proposer's endpoint.")
     optimize_rounds: int = Field(

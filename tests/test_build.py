@@ -156,7 +156,9 @@ def test_parse_compiler_output_nvcc_style() -> None:
     assert msgs == [
         CompilerMessage("error", 'identifier "undefined_call" is undefined', 2, None),
         CompilerMessage("warning", 'variable "unused" was declared but never referenced', 11, "177-D"),
-        CompilerMessage("error", 'identifier "undefined_in_header" is undefined (in /tmp/x/hdr.h:1)', None, None),
+        # A header's message names the header and its line: check puts it on the #include that brings it in.
+        CompilerMessage("error", 'identifier "undefined_in_header" is undefined', None, None, file="/tmp/x/hdr.h",
+                        file_line=1),
     ]
 
 
@@ -176,7 +178,7 @@ def test_parse_compiler_output_gcc_and_tool_style() -> None:
         ("error", None, "ptxas"), ("error", None, "ptxas"), ("error", None, "nvlink"),
     ]  # fmt: skip
     assert msgs[0].message == "missing_header.h: No such file or directory"
-    assert msgs[2].message == "in a header (in other.h:4)"
+    assert (msgs[2].message, msgs[2].file, msgs[2].file_line) == ("in a header", "other.h", 4)
     assert msgs[3].message == "Unknown modifier '.instr'"
     assert msgs[4].message == "Ptx assembly aborted due to errors"
 

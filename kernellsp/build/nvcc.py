@@ -28,7 +28,7 @@ from kernellsp import cache
 from kernellsp.build import toolchain
 from kernellsp.source.model import SourceModel
 
-ANALYSIS_VERSION = "build-2"
+ANALYSIS_VERSION = "build-4"
 DEFAULT_ARCH = "sm_90"
 DEFAULT_TIMEOUT_S = 120.0
 
@@ -57,6 +57,10 @@ class CompilerMessage:
     line: int | None  # 0-based, None when the tool gave no line in this file
     code: str | None = None
     tool: str = "nvcc"
+    #: The other file (a header) the message is about, as nvcc named it (made absolute), and its 1-based line
+    #: there; ``None``: this file.
+    file: str | None = None
+    file_line: int | None = None
 
 
 @dataclass
@@ -159,7 +163,8 @@ _TOOL_MSG = re.compile(
 
 
 def parse_compiler_output(text: str, source_path: str) -> list[CompilerMessage]:
-    """Turn nvcc's stderr into messages; lines in other files (headers) keep ``line=None``."""
+    """Turn nvcc's stderr into messages; those about other files (headers) have ``line=None`` and name the
+    file and its line in ``file``/``file_line``."""
     out: list[CompilerMessage] = []
     base = os.path.basename(source_path)
     for raw in text.splitlines():
@@ -169,10 +174,10 @@ def parse_compiler_output(text: str, source_path: str) -> list[CompilerMessage]:
             sev = "error" if "error" in m.group("sev") else m.group("sev")
             in_file = os.path.basename(m.group("file")) == base
             msg = m.group("msg").strip()
-            if not in_file:
-                msg = f"{msg} (in {m.group('file')}:{m.group('line')})"
             code = m.groupdict().get("code")
-            out.append(CompilerMessage(sev, msg, int(m.group("line")) - 1 if in_file else None, code))
+            out.append(CompilerMessage(sev, msg, int(m.group("line")) - 1 if in_file else None, code,
+                                       file=None if in_file else m.group("file"),
+                                       file_line=None if in_file else int(m.group("line"))))  # fmt: skip
             continue
         m = _TOOL_MSG.match(line)
         if m:
@@ -267,27 +272,59 @@ def parse_nvdisasm(text: str, source_path: str) -> dict[str, dict[int, dict[str,
 # Build
 
 
-def local_includes(model: SourceModel, path: Path, depth: int = 4) -> list[Path]:
-    """``#include "x.h"`` files next to ``path`` (recursively), so edits to them invalidate the cache."""
-    seen: list[Path] = []
-    todo = [(path, model.includes)]
+_INCLUDE = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)')
+
+
+def include_lines(lines: list[str]) -> list[tuple[int, str, bool]]:
+    """``(0-based line, name, quoted)`` of each ``#include`` directive in ``lines``."""
+    out = []
+    for i, text in enumerate(lines):
+        if "include" in text:
+            m = _INCLUDE.match(text)
+            if m:
+                out.append((i, m.group(1) or m.group(2), m.group(1) is not None))
+    return out
+
+
+def _resolve_include(owner: Path, name: str, quoted: bool, search_dirs: list[Path]) -> Path | None:
+    # "x.h" looks next to the including file first, then in the -I folders; <x.h> only in the -I folders
+    # (the toolkit's and the system's folders are not the project's, so they are never followed).
+    for d in ([owner.parent] if quoted else []) + search_dirs:
+        p = d / name
+        if p.is_file():
+            return p.resolve()
+    return None
+
+
+def include_graph(path: Path, lines: list[str], search_dirs: list[Path] | None = None,
+                  depth: int = 8) -> dict[Path, int]:  # fmt: skip
+    """Every project header ``path`` includes (recursively, through ``"x.h"`` next to the including file or
+    ``-I`` folders), mapped to the 0-based line of ``path``'s own ``#include`` that brings it in."""
+    dirs = [Path(d) for d in (search_dirs or [])]
+    found: dict[Path, int] = {}
+    todo: list[tuple[Path, list[str], int | None]] = [(path, lines, None)]
     while todo and depth > 0:
         depth -= 1
-        nxt = []
-        for owner, incs in todo:
-            for inc in incs:
-                if not inc.startswith('"'):
+        nxt: list[tuple[Path, list[str], int | None]] = []
+        for owner, owner_lines, top in todo:
+            for ln, name, quoted in include_lines(owner_lines):
+                p = _resolve_include(owner, name, quoted, dirs)
+                if p is None or p in found or p == path.resolve():
                     continue
-                p = (owner.parent / inc.strip('"')).resolve()
-                if p.is_file() and p not in seen:
-                    seen.append(p)
-                    try:
-                        text = p.read_text(encoding="utf-8", errors="replace")
-                    except OSError:
-                        continue
-                    nxt.append((p, re.findall(r'^\s*#\s*include\s*("[^"]+")', text, re.M)))
+                found[p] = ln if top is None else top
+                try:
+                    text = p.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                nxt.append((p, text.split("\n"), found[p]))
         todo = nxt
-    return seen
+    return found
+
+
+def local_includes(model: SourceModel, path: Path, depth: int = 4, search_dirs: list[Path] | None = None) -> list[Path]:
+    """The project headers ``path`` includes (``"x.h"`` next to it, and through ``search_dirs``: the ``-I``
+    folders), recursively, so edits to them invalidate the cache."""
+    return list(include_graph(path, model.lines or model.text.split("\n"), search_dirs, depth))
 
 
 class Cancelled(Exception):
@@ -332,19 +369,27 @@ def build(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     use_cache: bool = True,
     cancel: threading.Event | None = None,
+    search_dirs: list[Path] | None = None,
 ) -> BuildResult:
-    """Compile ``text`` (the current content of ``path``) and analyse the result."""
+    """Compile ``text`` (the current content of ``path``) and analyse the result.
+
+    ``search_dirs`` are the ``-I`` folders among ``extra_flags``: headers found there are part of the cache
+    key. A header (``.cuh``) is compiled as a translation unit of its own that includes it, so its syntax
+    and its templates' declarations are checked like a ``.cu`` file's.
+    """
     flags = list(extra_flags or [])
     nvcc = toolchain.find_tool("nvcc")
     if nvcc is None:
         return BuildResult(ok=False, arch=arch, nvcc_version=None, error=toolchain.INSTALL_HINTS["nvcc"])
     nvcc_version = toolchain.tool_version("nvcc")
     nvdisasm = toolchain.find_tool("nvdisasm")
-    includes = local_includes(model, path)
+    includes = local_includes(model, path, search_dirs=search_dirs)
     inc_bytes = b"".join(p.read_bytes() for p in includes if p.is_file())
+    # nvcc reads these from the environment, so they change the build as much as the flags do.
+    env_flags = [os.environ.get(v, "") for v in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")]
     key = cache.digest(
         ANALYSIS_VERSION, nvcc, nvcc_version, arch, " ".join(flags), str(path.resolve().parent),
-        path.name, text, inc_bytes, "sass" if nvdisasm else "nosass",
+        path.name, text, inc_bytes, "sass" if nvdisasm else "nosass", *env_flags,
     )  # fmt: skip
     if use_cache:
         hit = cache.get("build", key)
@@ -359,10 +404,15 @@ def build(
         # Compile the buffer text, not the file on disk: the editor may hold unsaved changes.
         src = tmpdir / path.name
         src.write_text(text, encoding="utf-8")
+        unit = src
+        if path.suffix not in (".cu", ".cpp", ".cc", ".cxx"):
+            # A header: compile a unit that includes it (found next to it first, so the buffer's text wins).
+            unit = tmpdir / "kernellsp_header_unit.cu"
+            unit.write_text(f'#include "{path.name}"\n', encoding="utf-8")
         cubin = tmpdir / "out.cubin"
         cmd = [
             nvcc, f"-arch={arch}", "-cubin", "-lineinfo", "-Xptxas", "-v", "-I", str(path.resolve().parent),
-            *flags, "-o", str(cubin), str(src),
+            *flags, "-o", str(cubin), str(unit),
         ]  # fmt: skip
         try:
             proc = run_tool(cmd, timeout_s, cwd=tmpdir, cancel=cancel)
@@ -379,6 +429,9 @@ def build(
             return BuildResult(ok=False, arch=arch, nvcc_version=nvcc_version, error=f"cannot run nvcc: {exc}")
         output = proc.stdout + "\n" + proc.stderr
         messages = parse_compiler_output(proc.stderr + "\n" + proc.stdout, str(src))
+        for m in messages:
+            if m.file is not None and not os.path.isabs(m.file):
+                m.file = str((tmpdir / m.file).resolve())
         if proc.returncode != 0 and not any(m.severity == "error" for m in messages):
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
             messages.append(CompilerMessage("error", "nvcc failed: " + " | ".join(tail), None))

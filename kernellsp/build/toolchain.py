@@ -144,6 +144,87 @@ def arch_problem(arch: str) -> str | None:
     return f"nvcc {tool_version('nvcc') or ''} does not build {a} (it builds {listed})".replace("nvcc  ", "nvcc ")
 
 
+@cache
+def _demangled(name: str) -> str | None:
+    tool = find_tool("cu++filt") or find_tool("c++filt")
+    if tool is None or not name.startswith("_Z"):
+        return None
+    try:
+        proc = subprocess.run([tool, name], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    out = proc.stdout.strip()
+    return out if proc.returncode == 0 and out and out != name else None
+
+
+def _skip_name(s: str, j: int) -> int:
+    """Index after the length-prefixed identifier at ``j`` (``4axpy``), or ``j`` when there is none."""
+    k = j
+    while k < len(s) and s[k].isdigit():
+        k += 1
+    return k + int(s[j:k]) if k > j else j
+
+
+def _template_args(mangled: str) -> str | None:
+    """The mangled template arguments of the function name (``_Z4axpyIdEv...`` → ``d``, also in a namespace:
+    ``_ZN2ns4axpyIdEEv...``), or ``None`` for a function that is not a template instantiation."""
+    if not mangled.startswith("_Z"):
+        return None
+    j = 2
+    if mangled.startswith("N", j):
+        j += 1
+        while j < len(mangled) and mangled[j].isdigit():
+            j = _skip_name(mangled, j)
+    else:
+        j = _skip_name(mangled, j)
+    if j >= len(mangled) or mangled[j] != "I":
+        return None
+    depth, i = 0, j
+    while i < len(mangled):
+        c = mangled[i]
+        if c.isdigit():
+            i = _skip_name(mangled, i)
+            continue
+        if c == "L":  # a literal (Li256E): skip to its end, its digits are not a name's length
+            i = (mangled.find("E", i) + 1) or len(mangled)
+            continue
+        if c == "I":
+            depth += 1
+        elif c == "E":
+            depth -= 1
+            if depth == 0:
+                return mangled[j + 1 : i]
+        i += 1
+    return None
+
+
+def instantiation_uses_double(mangled: str) -> bool:
+    """Is ``mangled`` a template instantiation with ``double`` among its template arguments (``axpy<double>``)?
+
+    The instantiation's fp64 instructions are then intended, not a float kernel's promoted literal. cu++filt or
+    c++filt demangles when one is installed; otherwise the mangled arguments are read (``d`` is double).
+    """
+    text = _demangled(mangled)
+    if text is not None:
+        paren = text.find("(")
+        head = text[:paren] if paren >= 0 else text
+        lt = head.find("<")
+        return lt >= 0 and re.search(r"\bdouble\b", head[lt:]) is not None
+    args = _template_args(mangled)
+    j = 0
+    while args is not None and j < len(args):
+        c = args[j]
+        if c.isdigit():  # a class name: its letters are not type codes
+            j = _skip_name(args, j)
+        elif c == "L":  # a literal value (Li256E): neither are its letters
+            j = (args.find("E", j) + 1) or len(args)
+        elif c == "d":
+            return True
+        else:
+            j += 1
+    return False
+
+
 @dataclass
 class GpuInfo:
     """What nvidia-smi says about GPU 0."""

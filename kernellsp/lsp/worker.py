@@ -21,7 +21,7 @@ from typing import Any, cast
 
 from kernellsp.build import toolchain
 from kernellsp.build.nvcc import Cancelled
-from kernellsp.check import CheckOptions, FileReport, check_text
+from kernellsp.check import CheckError, CheckOptions, FileReport, check_text, project_options
 from kernellsp.lsp.convert import RangeMapper, diagnostic
 from kernellsp.rules import engine as rules_mod
 from kernellsp.settings import Settings
@@ -80,8 +80,13 @@ def check_document(
     nvcc = toolchain.find_tool("nvcc") is not None
     if not nvcc:
         notes.append(f"nvcc not found, so only source-level rules ran: {toolchain.INSTALL_HINTS['nvcc']}")
+    try:
+        flags, selection = project_options(settings, root)
+    except CheckError as exc:  # a bad flag or rule code: said once, and the file is still checked without them
+        notes.append(str(exc))
+        flags, selection = None, None
     options = CheckOptions(arch=settings.arch, build=nvcc, build_timeout_s=settings.build_timeout_s,
-                           workspace=root, cancel=flag)  # fmt: skip
+                           workspace=root, cancel=flag, flags=flags, selection=selection)  # fmt: skip
     report = check_text(path, text, options, ruleset, ws_specs, origin)
     if report.build is not None and report.build.error:
         notes.append(f"build of {path.name}: {report.build.error}")

@@ -240,6 +240,80 @@ def _early_returns_before(ctx: _Ctx, node: tree_sitter.Node) -> list[tree_sitter
     return out
 
 
+def _strip_parens(ctx: _Ctx, n: tree_sitter.Node | None) -> tree_sitter.Node | None:
+    while n is not None and n.type in ("parenthesized_expression", "condition_clause"):
+        n = next((c for c in n.children if c.is_named), None)
+    return n
+
+
+def _conjuncts(ctx: _Ctx, n: tree_sitter.Node | None) -> list[tree_sitter.Node]:
+    """The operands of a top-level ``&&`` chain (``a && (b && c)`` → a, b, c)."""
+    n = _strip_parens(ctx, n)
+    if n is None:
+        return []
+    op = n.child_by_field_name("operator") if n.type == "binary_expression" else None
+    if op is not None and ctx.text(op) == "&&":
+        return _conjuncts(ctx, n.child_by_field_name("left")) + _conjuncts(ctx, n.child_by_field_name("right"))
+    return [n]
+
+
+def _selects_one(ctx: _Ctx, cond: tree_sitter.Node, taken: bool) -> bool:
+    """Does ``cond`` being ``taken`` (true) or not leave one thread of its group: ``tid == 0``, ``!lane`` when
+    true; ``lane != 0``, ``tid > 0``, ``lane`` when false? The thread side must depend on threadIdx, the other
+    side must not."""
+
+    def thread(n: tree_sitter.Node | None) -> bool:
+        return _depends(ctx, n, THREAD_BUILTINS, ctx.thread_tainted)
+
+    parts = _conjuncts(ctx, cond) if taken else [_strip_parens(ctx, cond)]
+    for c in parts:
+        if c is None:
+            continue
+        if c.type == "unary_expression" and ctx.text(c).lstrip().startswith("!"):
+            if taken and thread(c):
+                return True
+            continue
+        if c.type != "binary_expression":
+            # `if (lane) return;`: the threads that go on are those with lane == 0.
+            if not taken and c.type in ("identifier", "field_expression") and thread(c):
+                return True
+            continue
+        op_node = c.child_by_field_name("operator")
+        op = ctx.text(op_node) if op_node is not None else ""
+        left, right = c.child_by_field_name("left"), c.child_by_field_name("right")
+        if thread(left) == thread(right):
+            continue
+        if (taken and op == "==") or (not taken and op in ("!=", ">", ">=", "<")):
+            # `<` when false: `if (0 < tid) return;` (written the other way round).
+            if op == "<" and not thread(right):
+                continue
+            if op in (">", ">=") and not thread(left):
+                continue
+            return True
+    return False
+
+
+def _one_thread_per_group(ctx: _Ctx, node: tree_sitter.Node) -> bool:
+    """Is ``node`` reached by one thread of its block or warp: inside ``if (threadIdx.x == 0)`` (or ``lane == 0``,
+    ``!tid``), in the ``else`` of ``if (tid != 0)``, or after ``if (lane != 0) return;``? An atomic there is the
+    hierarchical reduction's last step, not every thread's."""
+    child, parent = node, node.parent
+    while parent is not None and parent != ctx.body.parent:
+        if parent.type == "if_statement":
+            cond = parent.child_by_field_name("condition")
+            cons = parent.child_by_field_name("consequence")
+            alt = parent.child_by_field_name("alternative")
+            if cond is not None and child != cond:
+                if cons is not None and child == cons and _selects_one(ctx, cond, True):
+                    return True
+                if alt is not None and child == alt and _selects_one(ctx, cond, False):
+                    return True
+        if parent == ctx.body:
+            break
+        child, parent = parent, parent.parent
+    return any(_selects_one(ctx, c, False) for c in _early_returns_before(ctx, node))
+
+
 def _in_loop(ctx: _Ctx, node: tree_sitter.Node) -> bool:
     p = node.parent
     while p is not None and p != ctx.body.parent:
@@ -426,7 +500,7 @@ def _analyse(ctx: _Ctx, facts: KernelFacts) -> None:
                     written.add(base_ptr)
                 if base_ptr is not None and not is_shared and not _depends(
                     ctx, addr, THREAD_BUILTINS, ctx.thread_tainted
-                ):
+                ) and not _one_thread_per_group(ctx, n):
                     facts.line(line).atomic_same_address.append(ctx.text(addr))
                     # An address that depends on blockIdx is shared by one block, otherwise by the grid.
                     if _depends(ctx, addr, INDEX_BUILTINS, ctx.index_tainted):

@@ -178,7 +178,8 @@ class _Text:
         return self.data[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
 
 
-_SPEC_HEAD = re.compile(r"^\s*kernellsp\b[:\s]*", re.IGNORECASE)
+# `// kernellsp: ignore[KL404]` is a suppression comment (kernellsp.rules.selection), not a spec.
+_SPEC_HEAD = re.compile(r"^\s*kernellsp\b(?!\s*:\s*ignore)[:\s]*", re.IGNORECASE)
 
 
 def parse_source(text: str, path: str = "<buffer>") -> SourceModel:

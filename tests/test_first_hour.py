@@ -1,0 +1,332 @@
+"""A new user's first hour (issue 15): each rough edge reproduced with the exact input, through the real CLI and
+the real nvcc, plus the walk-through on the samples and on a CMake-style project (tests/fixtures/cmake_project)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import REPO, requires_nvcc
+from typer.testing import CliRunner, Result
+
+from kernellsp.build import toolchain
+from kernellsp.cli import app
+
+FIXTURE = REPO / "tests" / "fixtures" / "cmake_project"
+#: gcc's layout: `path:line:col: severity: CODE message` (issue 15 item 9).
+FINDING = re.compile(r"^(?P<path>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning|info|hint): "
+                     r"(?P<code>KL\d{3}) (?P<msg>.*)$")  # fmt: skip
+
+
+def invoke(*args: str) -> Result:
+    result = CliRunner().invoke(app, list(args))
+    assert "Traceback" not in result.output, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    return result
+
+
+def findings(result: Result) -> list[tuple[str, int, str, str]]:
+    """``(file name, line, code, message)`` of each finding line of a text report."""
+    out = []
+    for ln in result.stdout.splitlines():
+        m = FINDING.match(ln)
+        if m:
+            out.append((Path(m["path"]).name, int(m["line"]), m["code"], m["msg"]))
+    return out
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------------------------------
+# Item 1: broken files never pass silently
+
+
+@requires_nvcc
+def test_a_broken_header_and_a_kernel_less_file_are_compiled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "helpers.cuh", "#pragma once\n__device__ inline float sq(float x) { return x * x }\n")
+    write(tmp_path / "dev.cu", "__device__ float twice(float x)\n{\n    return 2.0f * x\n}\n")
+    write(tmp_path / "host.cu", '#include <cstdio>\nint main() { std::printf("%d\\n", 1) return 0; }\n')
+    result = invoke("check", ".")
+    assert result.exit_code == 1, result.output
+    got = {(name, line, code) for name, line, code, _ in findings(result)}
+    # The header is compiled in a unit of its own and its error sits on its own line; the files without a
+    # kernel are compiled as they are.
+    assert ("helpers.cuh", 2, "KL001") in got
+    assert ("dev.cu", 4, "KL001") in got  # nvcc notices the missing ';' at the closing brace
+    assert ("host.cu", 2, "KL001") in got
+    assert "No findings" not in result.stdout
+
+
+@requires_nvcc
+def test_a_good_header_and_host_only_file_stay_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(
+        tmp_path / "ok.cuh", "#pragma once\ntemplate <typename T>\n__device__ T sq(T x) { return x * x; }\n"
+    )
+    write(
+        tmp_path / "main.cu",
+        '#include "ok.cuh"\n#include <cstdio>\nint main() { std::printf("hi\\n"); return 0; }\n',
+    )
+    result = invoke("check", ".")
+    assert result.exit_code == 0, result.output
+    assert "No findings in 2 files" in result.stdout
+
+
+@requires_nvcc
+def test_invalid_utf8_is_a_finding_not_silence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "latin.cu").write_bytes(b"// caf\xe9\n__device__ float f(float x) { return x; }\n")
+    result = invoke("check", "latin.cu")
+    assert result.exit_code == 1
+    [(name, line, code, msg)] = findings(result)
+    assert (name, line, code) == ("latin.cu", 1, "KL006")
+    assert "byte 0xe9 at column 7 is not UTF-8" in msg
+    (tmp_path / "wide.cu").write_bytes("__global__ void k() {}\n".encode("utf-16"))
+    result = invoke("check", "wide.cu")
+    assert result.exit_code == 2
+    assert "the file is UTF-16; nvcc and kernellsp read UTF-8" in result.stdout
+
+
+# --------------------------------------------------------------------------------------------------
+# Items 3 and 6: include paths, defines, compile_commands.json; a header's error at the #include line
+
+HEADER_USER = """\
+#include <cstdio>
+#include "helpers.cuh"
+
+__global__ void k(float* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = sq(y[i]) * SCALE;
+}
+"""
+
+
+@requires_nvcc
+def test_include_dirs_and_defines_from_the_command_line_and_settings(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    write(
+        tmp_path / "include" / "helpers.cuh",
+        "#pragma once\n__device__ inline float sq(float x) { return x * x; }\n",
+    )
+    write(tmp_path / "src" / "k.cu", HEADER_USER)
+    bare = invoke("check", "src", "--ignore", "KL004")
+    assert bare.exit_code == 1
+    assert [(n, ln, c) for n, ln, c, _ in findings(bare)] == [("k.cu", 2, "KL001")]
+    assert "helpers.cuh: No such file or directory" in bare.stdout
+    flagged = invoke("check", "src", "--ignore", "KL004", "-I", "include", "-D", "SCALE=2.0f")
+    assert flagged.exit_code == 0, flagged.output
+    # The same through kernellsp.toml [settings]; relative folders are the workspace root's.
+    write(tmp_path / "kernellsp.toml", '[settings]\ninclude_dirs = ["include"]\ndefines = ["SCALE=2.0f"]\n'
+                                       'ignore = ["KL004"]\n')  # fmt: skip
+    assert invoke("check", "src").exit_code == 0
+    # The flags are part of the cache key: a different define rebuilds and its error shows.
+    broken = invoke("check", "src", "-D", "SCALE=undefined_name")
+    assert broken.exit_code == 1 and 'identifier "undefined_name" is undefined' in broken.stdout
+    # Flags kernellsp sets itself are refused by name.
+    write(tmp_path / "kernellsp.toml", '[settings]\nextra_flags = ["-arch=sm_80"]\n')
+    refused = invoke("check", "src")
+    assert (
+        refused.exit_code == 2 and "setting 'extra_flags': '-arch=sm_80' is kernellsp's own" in refused.output
+    )
+
+
+@requires_nvcc
+def test_a_header_error_is_reported_at_the_include_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(
+        tmp_path / "include" / "inner.cuh",
+        "#pragma once\n\n__device__ inline float bad(float x) { return x }\n",
+    )
+    write(tmp_path / "include" / "helpers.cuh", '#pragma once\n#include "inner.cuh"\n'
+                                                "__device__ inline float sq(float x) { return x * x; }\n")  # fmt: skip
+    write(tmp_path / "src" / "k.cu", HEADER_USER)
+    result = invoke("check", "src/k.cu", "-I", "include", "-D", "SCALE=1", "--ignore", "KL004")
+    [(name, line, code, msg)] = findings(result)
+    # inner.cuh is included through helpers.cuh, which k.cu includes on line 2.
+    assert (name, line, code) == ("k.cu", 2, "KL001")
+    assert msg == 'nvcc: in ../include/inner.cuh:3: expected a ";"'
+
+
+@requires_nvcc
+def test_nvcc_prepend_flags_are_part_of_the_cache_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(
+        tmp_path / "include" / "helpers.cuh",
+        "#pragma once\n__device__ inline float sq(float x) { return x * x; }\n",
+    )
+    write(tmp_path / "src" / "k.cu", HEADER_USER)
+    assert invoke("check", "src", "--ignore", "KL004").exit_code == 1  # cached: the header is not found
+    monkeypatch.setenv("NVCC_PREPEND_FLAGS", f"-I{tmp_path / 'include'} -DSCALE=3")
+    assert invoke("check", "src", "--ignore", "KL004").exit_code == 0
+
+
+def compile_commands(project: Path) -> None:
+    """build/compile_commands.json as CMake 3.25 writes it for the fixture (nvcc as the CUDA compiler)."""
+    build = project / "build"
+    build.mkdir(exist_ok=True)
+    entries = []
+    for name, target in (
+        ("reduce", "kldemo"),
+        ("axpy", "kldemo"),
+        ("transpose", "kldemo"),
+        ("main", "kldemo_main"),
+    ):
+        src = project / "src" / f"{name}.cu"
+        entries.append({
+            "directory": str(build),
+            "command": f"/usr/local/cuda/bin/nvcc -forward-unknown-to-host-compiler -DKLDEMO_BLOCK=256 "
+                       f"-I{project / 'include'}  --generate-code=arch=compute_90,code=[compute_90,sm_90] -x cu "
+                       f"-c {src} -o CMakeFiles/{target}.dir/src/{name}.cu.o",
+            "file": str(src),
+        })  # fmt: skip
+    (build / "compile_commands.json").write_text(json.dumps(entries, indent=2), encoding="utf-8")
+
+
+def check_project(project: Path, monkeypatch: pytest.MonkeyPatch) -> Result:
+    monkeypatch.chdir(project)
+    return invoke("check", "src", "include")
+
+
+#: The walk-through's findings on the fixture: the naive transpose's column store, and nothing else (no
+#: KL403 on the reductions that do one atomic per block, no KL401 on axpy<float> beside axpy<double>).
+EXPECTED = [("transpose.cu", 17, "KL404")]
+
+
+@requires_nvcc
+def test_cmake_project_with_compile_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = tmp_path / "proj"
+    shutil.copytree(FIXTURE, project)
+    without = check_project(project, monkeypatch)
+    assert without.exit_code == 1
+    assert any(
+        c == "KL001" and "kldemo/config.cuh: No such file or directory" in m
+        for _, _, c, m in findings(without)
+    )
+    compile_commands(project)
+    result = check_project(project, monkeypatch)
+    assert [(n, ln, c) for n, ln, c, _ in findings(result)] == EXPECTED, result.output
+    assert "in 6 files (4 kernels)" in result.stdout
+    # The headers have no entry: they take the flags of the nearest entry (the error says the define is there).
+    assert "KLDEMO_BLOCK is not defined" not in result.stdout
+
+
+@requires_nvcc
+@pytest.mark.skipif(
+    shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake and ninja"
+)
+def test_cmake_project_with_the_real_cmake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = tmp_path / "proj"
+    shutil.copytree(FIXTURE, project)
+    nvcc = toolchain.find_tool("nvcc")
+    proc = subprocess.run(["cmake", "-S", ".", "-B", "build", "-G", "Ninja", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+                           f"-DCMAKE_CUDA_COMPILER={nvcc}"], cwd=project, capture_output=True, text=True, timeout=300)  # fmt: skip
+    if proc.returncode != 0:
+        pytest.skip(f"cmake could not configure a CUDA project here: {proc.stderr[-500:]}")
+    result = check_project(project, monkeypatch)
+    assert [(n, ln, c) for n, ln, c, _ in findings(result)] == EXPECTED, result.output
+
+
+# --------------------------------------------------------------------------------------------------
+# Item 9: rule selection and suppression comments
+
+STRIDED = """\
+/* kernellsp
+sizes = { N = 4096 }
+launch = { grid = "ceil_div(N, 256)", block = 256 }
+[args]
+x = { dtype = "f32", dir = "in", count = "N * 32" }
+y = { dtype = "f32", dir = "out", count = "N * 32" }
+n = { value = "N" }
+*/
+__global__ void gather(const float* __restrict__ x, float* __restrict__ y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i * 32] = x[i * 32] * 0.1;
+}
+"""
+
+
+def codes_of(result: Result) -> list[str]:
+    return [c for _, _, c, _ in findings(result)]
+
+
+@requires_nvcc
+def test_select_and_ignore_on_the_command_line_and_in_the_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "g.cu", STRIDED)
+    assert sorted(codes_of(invoke("check", "g.cu"))) == ["KL401", "KL404"]
+    assert codes_of(invoke("check", "g.cu", "--select", "KL401")) == ["KL401"]
+    assert codes_of(invoke("check", "g.cu", "--ignore", "kl404")) == ["KL401"]
+    # The most specific entry decides: every KL4xx rule but KL404.
+    assert codes_of(invoke("check", "g.cu", "--select", "KL4", "--ignore", "KL404")) == ["KL401"]
+    clean = invoke("check", "g.cu", "--ignore", "KL401,KL404")
+    assert clean.exit_code == 0 and "No findings" in clean.stdout
+    write(tmp_path / "kernellsp.toml", '[settings]\nignore = ["KL404"]\n')
+    assert codes_of(invoke("check", "g.cu")) == ["KL401"]
+    # --select replaces the project's select, --ignore adds to its ignore.
+    assert codes_of(invoke("check", "g.cu", "--ignore", "KL401")) == []
+    write(tmp_path / "kernellsp.toml", '[settings]\nselect = ["KL9"]\n')
+    bad = invoke("check", "g.cu")
+    assert bad.exit_code == 2 and "setting 'select': 'KL9' matches no rule" in bad.output
+    (tmp_path / "kernellsp.toml").unlink()
+    typo = invoke("check", "g.cu", "--ignore", "404")
+    assert typo.exit_code == 2 and "--ignore: '404' is not a rule code or prefix" in typo.output
+
+
+@requires_nvcc
+def test_suppression_comments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    line = "    if (i < n) y[i * 32] = x[i * 32] * 0.1;"
+    write(tmp_path / "same.cu", STRIDED.replace(line, line + "  // kernellsp: ignore[KL404]"))
+    assert codes_of(invoke("check", "same.cu")) == ["KL401"]
+    write(tmp_path / "above.cu", STRIDED.replace(line, "    // kernellsp: ignore[KL401, KL404]\n" + line))
+    assert codes_of(invoke("check", "above.cu")) == []
+    write(tmp_path / "all.cu", STRIDED.replace(line, line + " /* kernellsp: ignore */"))
+    assert codes_of(invoke("check", "all.cu")) == []
+    write(tmp_path / "file.cu", "// kernellsp: ignore-file[KL4]\n" + STRIDED)
+    assert codes_of(invoke("check", "file.cu")) == []
+    # A comment about another rule, or on another line, silences nothing.
+    write(tmp_path / "other.cu", STRIDED.replace(line, line + "  // kernellsp: ignore[KL101]"))
+    assert sorted(codes_of(invoke("check", "other.cu"))) == ["KL401", "KL404"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Item 4: no KL403 on the reduction KL403 recommends, no KL401 from another instantiation's fp64
+
+
+@requires_nvcc
+def test_kl403_and_kl401_on_good_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    src = (REPO / "tests" / "fixtures" / "first_hour_reductions.cu").read_text(encoding="utf-8")
+    write(tmp_path / "red.cu", src)
+    got = [
+        (ln, c, m.split(":")[0]) for _, ln, c, m in findings(invoke("check", "red.cu", "--ignore", "KL004"))
+    ]
+    # Only the naive kernel (every thread's atomic on one address) is flagged; the shared-memory tree, CUB's
+    # BlockReduce and the warp shuffle with `if (lane != 0) return;` issue one atomic per block or warp, and
+    # axpy<float> has no fp64 of its own (axpy<double>'s is intended).
+    naive = src.splitlines().index("    if (i < n) atomicAdd(out, x[i]);") + 1
+    assert got == [(naive, "KL403", "atomic on out in sum_naive")]
+    # A double literal in the template is the float instantiation's fp64: KL401 is still there for it.
+    write(tmp_path / "red2.cu", src.replace("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] * 0.1 + y[i];"))
+    got2 = [c for _, _, c, _ in findings(invoke("check", "red2.cu", "--ignore", "KL004,KL403"))]
+    assert got2 == ["KL401"]
