@@ -22,6 +22,7 @@ import tempfile
 import time
 import tomllib
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,6 +48,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--out", help="also write the table here")
     ap.add_argument("--json-dir", help="keep each row's JSON (every candidate's verdict) here as <file>.json")
+    ap.add_argument("--points", type=int, default=1, help="--verify-only: candidates verified per row")
     ap.add_argument("--verify-only", action="store_true",
                     help="no loop: verify each matching recipe's default candidate against the original (one gate "
                     "run per row, progress printed as it goes)")  # fmt: skip
@@ -129,27 +131,35 @@ def verify_only(args: argparse.Namespace) -> int:
         model = parse_source(text, str(path))
         bound = specmod.specs_from_source(model)[0][0]
         ctx = ProposalContext(str(path), text, text, bound.entry, model, bound)
-        cands = RecipeProposer().propose(ctx, 1)
+        cands = RecipeProposer().propose(ctx, args.points)
         if not cands:
             print(f"{src.name}: no recipe candidate", flush=True)
             continue
-        cand = cands[0]
         ref = _time_reference(case["reference"], text, path, bound.entry) if case.get("reference") else {}
-        t1 = time.monotonic()
-        v = verify(path, text, cand.text, bound.entry, runner, VerifyOptions(seeds=args.seeds, rounds=3, reps=10), env,
-                   progress=lambda m, _p, n=src.name, t=t1: print(f"  {n} {time.monotonic() - t:6.1f} s: {m}",
-                                                                   flush=True))  # fmt: skip
-        st = v.stats or {}
-        b, c = st.get("baseline_median_ms"), st.get("candidate_median_ms")
-        pct = 100.0 * ref["ms"] / c if ref.get("ms") and c and v.accepted else None
-        row = (f"| {src.name} | {cand.description} | {v.kind} | {b or 0:.4f} | {c or 0:.4f} | {st.get('speedup') or 0:.3f} "
-               f"| {ref.get('ms') or 0:.4f} | {pct or 0:.0f} | {time.monotonic() - t1:.0f} | {v.message[:160]} |")  # fmt: skip
-        print(row, flush=True)
-        lines.append(row)
-        if args.out:
-            Path(args.out).write_text("\n".join(lines) + "\n")
+        for cand in cands:
+            lines.append(
+                _verify_row(args, src, path, text, bound.entry, cand, ref, runner, env, verify, VerifyOptions)
+            )
+            if args.out:
+                Path(args.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
+
+
+def _verify_row(args: argparse.Namespace, src: Path, path: Path, text: str, entry: str, cand: Any, ref: dict,
+                runner: Any, env: dict, verify: Any, options: Any) -> str:  # fmt: skip
+    """One gate run of ``cand`` against the original; the table row (printed as soon as it is known)."""
+    t1 = time.monotonic()
+    v = verify(path, text, cand.text, entry, runner, options(seeds=args.seeds, rounds=3, reps=10), env,
+               progress=lambda m, _p, n=src.name, t=t1: print(f"  {n} {time.monotonic() - t:6.1f} s: {m}",
+                                                               flush=True))  # fmt: skip
+    st = v.stats or {}
+    b, c = st.get("baseline_median_ms"), st.get("candidate_median_ms")
+    pct = 100.0 * ref["ms"] / c if ref.get("ms") and c and v.accepted else None
+    row = (f"| {src.name} | {cand.description} | {v.kind} | {b or 0:.4f} | {c or 0:.4f} | {st.get('speedup') or 0:.3f} "
+           f"| {ref.get('ms') or 0:.4f} | {pct or 0:.0f} | {time.monotonic() - t1:.0f} | {v.message[:160]} |")  # fmt: skip
+    print(row, flush=True)
+    return row
 
 
 if __name__ == "__main__":

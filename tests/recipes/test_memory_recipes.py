@@ -294,7 +294,7 @@ def test_host_launched_kernels_keep_launch_and_signature() -> None:
         in new
     )
     assert (
-        "min(static_cast<long long>(N), kl_threads)" in new
+        "min(static_cast<long long>(N), static_cast<long long>(gridDim.x) * blockDim.x)" in new
     )  # the original reached min(N, threads) elements
 
 

@@ -869,7 +869,15 @@ def generate(ctx: RecipeContext, el: ElementLoop, params: dict[str, Any], what: 
     for p in el.prelude:
         add(ir.text(p))
     one_d = _one_d(ctx)
-    if reduction is not None and reduction.threads is not None:
+    spread = bool(params.get("spread")) and ctx.host_launched and one_d and reduction is None and el.form == "guard"
+    if spread:
+        # The host's launch gives one thread per element and vectors need 1/E of them: every E-th block
+        # works (E times as much), so working and idle blocks interleave on the SMs instead of the idle
+        # ones trailing at the end.
+        add(f"if (blockIdx.x % {E} != 0) return;")
+        add(f"const long long kl_tid = static_cast<long long>(blockIdx.x / {E}) * blockDim.x + threadIdx.x;")
+        add(f"const long long kl_threads = static_cast<long long>((gridDim.x + {E - 1}) / {E}) * blockDim.x;")
+    elif reduction is not None and reduction.threads is not None:
         add(f"const long long kl_tid = {reduction.threads[0]};")
         add(f"const long long kl_threads = {reduction.threads[1]};")
     elif one_d:
@@ -892,7 +900,7 @@ def generate(ctx: RecipeContext, el: ElementLoop, params: dict[str, Any], what: 
             )
     elif ctx.host_launched and el.form == "guard":
         # One element per thread: the original reached [0, min(n, threads)) under the launch it keeps.
-        add(f"const long long kl_n = min({n_expr}, kl_threads);")
+        add(f"const long long kl_n = min({n_expr}, static_cast<long long>(gridDim.x) * blockDim.x);")
     else:
         add(f"const long long kl_n = {n_expr};")
     # The element body, once, as a lambda over the element index and its stream operands.

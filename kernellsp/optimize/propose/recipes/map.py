@@ -25,7 +25,7 @@ from kernellsp.optimize.propose.recipes.base import Decline, Match, RecipeContex
 NAME = "map-vectorize"
 ARCHETYPE = "map"
 RULES = ("KL501", "KL510", "KL505", "KL202", "KL507")
-PARAMS: dict[str, list[Any]] = {"unroll": [1, 2], "block": [0, 512, 128]}
+PARAMS: dict[str, list[Any]] = {"unroll": [1, 2], "block": [0, 512, 128], "spread": [0, 1]}
 
 
 def match(ctx: RecipeContext) -> Match | Decline:
@@ -58,7 +58,9 @@ def match(ctx: RecipeContext) -> Match | Decline:
 def points(ctx: RecipeContext, m: Match) -> list[dict[str, Any]]:
     """Host-launched kernels keep their block: only the unroll varies."""
     if ctx.host_launched:
-        return [{"unroll": 1, "block": 0}, {"unroll": 2, "block": 0}]
+        # Under a one-thread-per-element launch, busy blocks interleaved with idle ones (spread) beat
+        # the first 1/E of the blocks doing everything; both are offered, verification picks.
+        return [{"unroll": 1, "block": 0, "spread": 1}, {"unroll": 1, "block": 0, "spread": 0}]
     return [{"unroll": 1, "block": 0}, {"unroll": 2, "block": 0}, {"unroll": 1, "block": 512},
             {"unroll": 1, "block": 128}]  # fmt: skip
 
