@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from kernellsp.run.harness import (
+    PATTERNS,
     RESULT_FORMAT,
     HarnessError,
     HarnessPlan,
@@ -30,6 +31,8 @@ from kernellsp.run.harness import (
     generate_harness,
     harness_argv,
     harness_compile_command,
+    input_set,
+    launch_seed,
     mix64,
     plan_harness,
     poison_byte,
@@ -255,8 +258,34 @@ int main(int argc, char** argv) {
 }
 """
 
+# What the gate's at-speed defences must catch: shape k (M = k) does one wrong thing.
+GUARD_PROBE = """\
+/* kernellsp
+sizes = { N = 4097, M = 0 }
+launch = { grid = "ceil_div(N, 128)", block = 128 }
+shapes = [{ M = 1 }, { M = 2 }, { M = 3 }, { M = 4 }]
+[args]
+a = { dtype = "f32", dir = "in", count = "N" }
+c = { dtype = "f32", dir = "out", count = "N" }
+n = { value = "N" }
+mode = { value = "M" }
+*/
+__global__ void probe(const float* a, float* c, int n, int mode) {
+  __shared__ volatile float never_written[128];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float v = 2.0f * a[i];
+  if (mode == 1 && i == n - 1) v += a[i + 4096] * 0.0f;    // 16 KiB past the end of a: the guard page
+  if (mode == 2 && i == n - 1) c[n] = 1.0f;                 // 4 bytes past the end of c, inside its 16-byte rounding
+  if (mode == 3) v = never_written[threadIdx.x];            // shared memory no thread wrote
+  if (mode == 4 && i == 0) ((float*)a)[-1] = 1.0f;          // 4 bytes before the start of a
+  c[i] = v;
+}
+"""
+
 KERNELS: dict[str, tuple[str, str]] = {
     "vadd": (VADD, "vadd"),
+    "guard": (GUARD_PROBE, "probe"),
     "float4": (FLOAT4, "scale4"),
     "transpose": (TRANSPOSE_2D, "transpose"),
     "bigsmem": (BIG_SMEM, "rowsum"),
@@ -409,6 +438,98 @@ def test_seeds_and_args_give_independent_streams(built: dict[str, Built], tmp_pa
         res = read_result(out)
         hashes |= {res.buffer("a").hash_before, res.buffer("b").hash_before}
     assert len(hashes) == 4
+
+
+@needs_nvcc
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["vadd", "mixed", "hist", "float4", "bigsmem"])
+def test_input_sets_match_the_python_mirror(built: dict[str, Built], name: str, tmp_path: Path) -> None:
+    """Every structured pattern (with and without |x|), for every dtype and distribution, bit for bit."""
+    b = built[name]
+    assert b.returncode == 0, b.stderr[-2000:]
+    sets = [input_set(s, p, abs=ab) for s in (11, 2**63 + 5) for p in PATTERNS for ab in (False, True)]
+    for shape in range(len(b.plan.shapes)):
+        out = tmp_path / f"s{shape}"
+        proc = _run(b.exe, "--mode", "inputs", "--shape", str(shape), "--out", str(out), "--sets", ",".join(sets))
+        assert proc.returncode == 0, proc.stderr
+        res = read_result(out)
+        assert [s.spec for s in res.sets] == sets
+        for s in res.sets:
+            for a in b.plan.inputs:
+                sb = s.buffers[a.name]
+                assert sb.input_file is not None
+                got = (out / sb.input_file).read_bytes()
+                assert sb.hash_before == fnv1a64(got)
+                want = fill_reference(b.plan, shape, s.seed, a.name, pattern=s.pattern, abs=s.abs)
+                dist = b.plan.shapes[shape].dists[a.name]
+                if dist.kind == "normal" and s.pattern == "spec":
+                    continue  # libm's log/cos (test_inputs_mode_matches_python_mirror covers it)
+                assert got == want, f"{name}.{a.name} shape {shape} set {s.spec}"
+        # Set 0 is the legacy single set: same bytes and file as --seed alone.
+        assert res.sets[0].buffers[b.plan.inputs[0].name].input_file == b.plan.inputs[0].in_file
+
+
+def test_patterns_stay_in_the_spec_range_and_expose_partial_reads() -> None:
+    """The patterns keep every value inside the distribution's range, and a half-read sum is far off on them."""
+    text = VADD.replace('dist = "normal(0.5, 2)"', 'dist = "uniform(0, 1)"').replace("N = 4096", "N = 65536")
+    plan = _plan_of(text, "vadd")
+    spec_vals = decode_buffer(fill_reference(plan, 0, 3, "b"), "f32")
+    half = 2 * sum(spec_vals[: len(spec_vals) // 2]) / sum(spec_vals)
+    assert abs(half - 1) < 0.02  # on the spec's uniform inputs the half-read sum is close
+    for pattern in PATTERNS[1:]:
+        vals = decode_buffer(fill_reference(plan, 0, 3, "b", pattern=pattern), "f32")
+        assert min(vals) >= 0.0 and max(vals) <= 1.0, pattern
+        evens = 2 * sum(vals[0::2]) / sum(vals)
+        first = 2 * sum(vals[: len(vals) // 2]) / sum(vals)
+        assert abs(evens - 1) > 0.05 or abs(first - 1) > 0.05 or pattern in ("spikes", "wide"), (pattern, evens, first)
+    spikes = decode_buffer(fill_reference(plan, 0, 3, "b", pattern="spikes"), "f32")
+    big = [v for v in spikes if v >= 0.5]
+    assert 0.5 * len(spikes) / 64 < len(big) < 2 * len(spikes) / 64  # about 1 in 64 elements is a spike
+    assert sum(big) > 0.99 * sum(spikes)  # the sum is the spikes: a subset of the elements misses some
+    ints = plan_harness(parse_source(HISTOGRAM, "/tmp/h.cu"), next(b.spec for b in specs_from_source(parse_source(HISTOGRAM, "/tmp/h.cu"))[0]), "hist")
+    for pattern in PATTERNS:
+        data = decode_buffer(fill_reference(ints, 0, 9, "data", pattern=pattern), "u8")
+        assert min(data) >= 0 and max(data) <= 255
+    ramp = decode_buffer(fill_reference(ints, 0, 9, "data", pattern="ramp"), "u8")
+    assert list(ramp[:3]) == [0, 1, 2]
+
+
+def test_input_set_spelling() -> None:
+    assert input_set(5) == "5"
+    assert input_set(5, "spikes") == "5:spikes"
+    assert input_set(5, launch=12) == "5@12"
+    assert input_set(5, launch=12, abs=True) == "5@12+abs"
+    assert input_set(5, "ramp", abs=True) == "5:ramp+abs"
+    with pytest.raises(HarnessError, match="unknown input pattern"):
+        input_set(5, "zigzag")
+    with pytest.raises(HarnessError, match="spec's distribution"):
+        input_set(5, "ramp", launch=3)
+    argv = harness_argv("./h", "check", "o", sets=["1", "2:wide"], alloc="plain")
+    assert argv[argv.index("--sets") + 1] == "1,2:wide" and argv[argv.index("--alloc") + 1] == "plain"
+    argv = harness_argv("./h", "time", "o", check_launches=3, fresh_inputs=True)
+    assert argv[argv.index("--check-launches") + 1] == "3" and "--alloc" not in argv
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_bad_input_sets_are_reported(built: dict[str, Built], tmp_path: Path) -> None:
+    b = built["vadd"]
+    assert b.returncode == 0
+    cases = [
+        (["--mode", "check", "--sets", "1,,2"], "SEED[:PATTERN]"),
+        (["--mode", "check", "--sets", "1:zigzag"], "unknown pattern 'zigzag'"),
+        (["--mode", "check", "--sets", "1:ramp@3"], "not a pattern"),
+        (["--mode", "inputs", "--sets", "1@3"], "inputs mode has none"),
+        (["--mode", "time", "--sets", "1"], "--mode check or inputs"),
+        (["--mode", "time", "--check-launches", "65"], "--check-launches"),
+        (["--mode", "check", "--alloc", "bump"], "--alloc"),
+    ]
+    for i, (args, needle) in enumerate(cases):
+        out = tmp_path / f"c{i}"
+        proc = _run(b.exe, *args, "--out", str(out))
+        assert proc.returncode == 2, (args, proc.stderr)
+        res = read_result(out)
+        assert res.status == "bad_args" and res.error is not None and needle in res.error, (args, res.error)
 
 
 @needs_nvcc
@@ -913,3 +1034,87 @@ def test_host_launcher_error_return_is_a_launch_error(tmp_path: Path) -> None:
     r = read_result(tmp_path / "bad")
     assert bad.returncode != 0 and r.status == "launch_error"
     assert "solve (its return value)" in (r.error or "") and "cudaErrorInvalidValue" in (r.error or "")
+
+
+@pytest.mark.gpu
+def test_guard_pages_canaries_and_shared_memory_poison_on_gpu(tmp_path: Path) -> None:
+    """The at-speed defences: an access past a buffer's end faults (guard page), a write just outside it is
+    counted (canary), shared memory no thread wrote reads as the poison, whatever the last kernel left."""
+    _, exe = _build_one(GUARD_PROBE, "probe", tmp_path)
+    ok = _run(exe, "--mode", "check", "--shape", "0", "--out", str(tmp_path / "ok"), "--seed", "4", "--dump-inputs")
+    r = read_result(tmp_path / "ok")
+    assert ok.returncode == 0 and r.ok, r.error
+    assert r.alloc["kind"] == "guard" and r.alloc["granularity"] >= 4096 and r.alloc["error"] is None
+    assert all(b.guarded for b in r.buffers) and r.guard_damage() == {}
+    assert r.smem_poison["done"] and r.smem_poison["sms_covered"] == r.device["sm_count"] == r.smem_poison["sm_count"]  # type: ignore[index]
+    assert r.smem_poison["bytes_per_sm"] >= 48 * 1024
+    a = r.read_input("a")
+    assert list(r.read_buffer("c")) == [2.0 * x for x in a]
+
+    far = _run(exe, "--mode", "check", "--shape", "1", "--out", str(tmp_path / "far"))
+    rf = read_result(tmp_path / "far")
+    assert far.returncode == 3 and rf.status == "runtime_error" and "IllegalAddress" in (rf.error or ""), rf.error
+
+    tail = _run(exe, "--mode", "check", "--shape", "2", "--out", str(tmp_path / "tail"))
+    rt = read_result(tmp_path / "tail")
+    assert tail.returncode == 0 and rt.ok and rt.guard_damage() == {"c": 4}
+
+    below = _run(exe, "--mode", "check", "--shape", "4", "--out", str(tmp_path / "below"))
+    rb = read_result(tmp_path / "below")
+    assert below.returncode == 0 and rb.ok and rb.guard_damage() == {"a": 4} and rb.mutated_inputs() == []
+
+    for poison, byte in (("nan", 0xFF), ("alt", 0xF7)):
+        out = tmp_path / f"smem-{poison}"
+        p = _run(exe, "--mode", "check", "--shape", "3", "--out", str(out), "--poison", poison)
+        assert p.returncode == 0, p.stderr
+        raw = read_result(out).read_bytes("c")
+        assert raw == bytes([byte]) * len(raw), f"shared memory read back {raw[:8].hex()} under --poison {poison}"
+
+    # --alloc plain (what compute-sanitizer gets): cudaMalloc, exact sizes, no guard pages.
+    plain = _run(exe, "--mode", "check", "--shape", "0", "--out", str(tmp_path / "plain"), "--alloc", "plain")
+    rp = read_result(tmp_path / "plain")
+    assert plain.returncode == 0 and rp.alloc["kind"] == "plain" and not any(b.guarded for b in rp.buffers)
+
+
+@pytest.mark.gpu
+def test_input_sets_and_checked_launches_on_gpu(tmp_path: Path) -> None:
+    """check --sets runs one launch per set; time --check-launches keeps randomly picked timed launches whose
+    inputs the set SEED@LAUNCH reproduces, so their outputs can be compared with another binary's."""
+    plan, exe = _build_one(VADD, "vadd", tmp_path)
+    sets = [input_set(7), input_set(8, "spikes"), input_set(9, "alternating", abs=True), input_set(10, "wide")]
+    p = _run(exe, "--mode", "check", "--out", str(tmp_path / "sets"), "--sets", ",".join(sets), "--dump-inputs")
+    r = read_result(tmp_path / "sets")
+    assert p.returncode == 0 and r.ok, r.error
+    assert [s.spec for s in r.sets] == sets
+    for s in r.sets:
+        a = decode_buffer(fill_reference(plan, 0, s.seed, "a", pattern=s.pattern, abs=s.abs), "f32")
+        bb = (tmp_path / "sets" / (s.buffers["b"].input_file or "")).read_bytes()
+        b = decode_buffer(bb, "f32")
+        want = array.array("f", [x + y for x, y in zip(a, b, strict=True)])
+        assert r.read_set_bytes(s.index, "c") == want.tobytes(), s.spec
+        assert s.buffers["a"].mutated is False and s.buffers["c"].unwritten == 0
+    assert r.read_bytes("c") == r.read_set_bytes(0, "c")  # set 0 keeps the legacy files and fields
+
+    t = _run(exe, "--mode", "time", "--seed", "21", "--out", str(tmp_path / "t"), "--reps", "12", "--warmup", "2",
+             "--fresh-inputs", "--check-launches", "3")  # fmt: skip
+    rt = read_result(tmp_path / "t")
+    assert t.returncode == 0 and rt.ok, rt.error
+    assert len(rt.snapshots) == 3
+    launches = [sn.launch for sn in rt.snapshots]
+    assert launches == sorted(set(launches)) and all(2 <= k < 14 for k in launches)
+    assert rt.copy_bandwidth is not None and 1e11 < rt.copy_bandwidth < 2e13
+    assert rt.smem_poison["done"] and rt.guard_damage() == {}
+    refs = [input_set(21, launch=k) for k in launches]
+    p = _run(exe, "--mode", "check", "--out", str(tmp_path / "ref"), "--sets", ",".join(refs))
+    rr = read_result(tmp_path / "ref")
+    assert p.returncode == 0 and rr.ok, rr.error
+    for sn in rt.snapshots:
+        assert sn.input_seed == launch_seed(21, sn.launch)
+        assert rt.read_snapshot_bytes(sn.index, "c") == rr.read_set_bytes(sn.index, "c")
+    # The picks vary between runs (OS entropy after each launch), not with the seed.
+    picks = {tuple(launches)}
+    for k in range(4):
+        _run(exe, "--mode", "time", "--seed", "21", "--out", str(tmp_path / f"t{k}"), "--reps", "12", "--warmup", "2",
+             "--fresh-inputs", "--check-launches", "3")  # fmt: skip
+        picks.add(tuple(sn.launch for sn in read_result(tmp_path / f"t{k}").snapshots))
+    assert len(picks) > 1, picks

@@ -1,4 +1,4 @@
-// kernellsp harness runtime, format "kernellsp-harness/1".
+// kernellsp harness runtime, format "kernellsp-harness/2".
 //
 // kernellsp/harness.py inlines this text into every generated harness, AHEAD of the user's file,
 // so that macros the user's file defines (N, CHECK, min, ...) cannot reach this code. Everything
@@ -7,7 +7,7 @@
 //
 // The program writes only under --out DIR (never stdout). See docs/harness.md for the CLI, the
 // result.json schema, the PRNG and the poison patterns; kernellsp/harness.py mirrors the PRNG, the
-// FNV-1a hash and the output digest in Python, so keep both sides in step.
+// structured input patterns, the FNV-1a hash and the output digest in Python, so keep both sides in step.
 
 #include <cuda_runtime.h>
 #include <cuda_profiler_api.h>
@@ -29,6 +29,8 @@
 #include <type_traits>
 #include <utility>
 #ifndef KERNELLSP_H_INTERFACE_ONLY  // the heavy C++ headers only where the runtime is compiled (split build)
+#include <cuda.h>  // driver API types of the guard-page allocator (its entry points are fetched at run time: no -lcuda)
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <string>
@@ -269,6 +271,8 @@ KERNELLSP_H_HD inline T clamp_from_double(double v, double lo, double hi, T tlo,
   return (T)v;
 }
 
+KERNELLSP_H_HD inline void store_elem(void* base, u64 j, int dtype, bool int_path, double fv, i64 iv);
+
 // Writes element j of a buffer of `dtype` drawn from `d` with stream key `key`.
 KERNELLSP_H_HD inline void fill_one(void* base, u64 j, int dtype, const Dist& d, u64 key) {
   const bool is_float = dtype <= DT_F64;
@@ -328,6 +332,12 @@ KERNELLSP_H_HD inline void fill_one(void* base, u64 j, int dtype, const Dist& d,
       break;
     }
   }
+  store_elem(base, j, dtype, int_path, fv, iv);
+}
+
+// Writes element j of a buffer of `dtype`: an integer dtype takes `iv` (wrapping) when `int_path`, else
+// `fv` floored/rounded by the caller and clamped; a float dtype always takes `fv`.
+KERNELLSP_H_HD inline void store_elem(void* base, u64 j, int dtype, bool int_path, double fv, i64 iv) {
   switch (dtype) {
 #if KERNELLSP_H_FP16
     case DT_F16: ((__half*)base)[j] = __float2half_rn((float)fv); break;
@@ -371,6 +381,134 @@ KERNELLSP_H_HD inline void fill_one(void* base, u64 j, int dtype, const Dist& d,
     default: break;
   }
 }
+
+// ------------------------------------------------------------------------------------------------
+// Structured input patterns (check mode, --sets SEED:PATTERN; mirrored in kernellsp/harness.py)
+//
+// Random inputs from the spec's distribution let a kernel that reads half its input and doubles the
+// result hide inside a loose tolerance (the sample mean is close to the mean). Beside them, the
+// correctness gate runs inputs whose answer depends on every element: sparse spikes at random
+// positions (a subset misses some spikes), large and small values of opposite sign alternating
+// (every other element is a different population), a ramp over the whole buffer (its halves differ
+// by 3x) and a wide dynamic range (precision downgrades and flushed small values show). Every value
+// stays inside the range of the spec's own distribution, so the kernel's preconditions hold, and one
+// sign dominates, so sums stay well conditioned and an honest re-association stays within tolerance.
+// Distributions that are not ranges (ones, arange, choice) keep the spec's values.
+
+enum : int { PAT_SPEC = 0, PAT_SPIKES, PAT_ALTERNATING, PAT_RAMP, PAT_WIDE };
+constexpr int kNumPatterns = 5;
+static const char* const kPatternNames[kNumPatterns] = {"spec", "spikes", "alternating", "ramp", "wide"};
+static const double kFloatMax[4] = {65504.0, 0x1.fe00000000000p+127, 0x1.fffffe0000000p+127, 0x1.fffffffffffffp+1023};
+static const int kWideBinades[4] = {10, 24, 24, 48};  // f16 keeps its values above its smallest normal
+
+// Whether `pat` changes a buffer of `dtype` drawn from `d`; `integral`: the values are integers
+// (randint, and the integer default randint(0, 100)), drawn in [*ilo, *ilo + *irange).
+inline bool pattern_applies(int dtype, const Dist& d, bool* integral, i64* ilo, u64* irange) {
+  const bool is_float = dtype <= DT_F64;
+  *integral = false;
+  if (d.kind == DIST_RANDINT) {
+    *integral = true;
+    *ilo = d.i[0];
+    *irange = (u64)d.i[1] - (u64)d.i[0];
+    return true;
+  }
+  if (d.kind == DIST_DEFAULT && !is_float) {
+    *integral = true;
+    *ilo = 0;
+    *irange = 100;
+    return true;
+  }
+  return is_float && (d.kind == DIST_DEFAULT || d.kind == DIST_UNIFORM || d.kind == DIST_NORMAL);
+}
+
+// The range [lo, hi] of a float distribution the patterns draw from (normal: mean +- 3 std, inside the dtype).
+inline void pattern_float_range(int dtype, const Dist& d, double* lo, double* hi) {
+  if (d.kind == DIST_UNIFORM) {
+    *lo = d.f[0];
+    *hi = d.f[1];
+  } else if (d.kind == DIST_NORMAL) {
+    const double w = mul_rn(3.0, d.f[1]);
+    const double m = kFloatMax[dtype];
+    *lo = d.f[0] - w < -m ? -m : d.f[0] - w;
+    *hi = d.f[0] + w > m ? m : d.f[0] + w;
+  } else {
+    *lo = -1.0;
+    *hi = 1.0;
+  }
+}
+
+// Element j (of `count`) of a float pattern in [lo, hi]. Products go through mul_rn so that the
+// Python mirror computes the same doubles.
+inline double pattern_float(int pat, u64 j, u64 count, int dtype, double lo, double hi, u64 key) {
+  const u64 x1 = draw(key, 2 * j), x2 = draw(key, 2 * j + 1);
+  const double u = unit53(x1);
+  const double c = lo > 0.0 ? lo : (hi < 0.0 ? hi : 0.0);  // zero where the range holds it
+  const double up = hi - c, dn = c - lo;
+  const double s = up >= dn ? 1.0 : -1.0;  // the dominant side
+  const double big = up >= dn ? up : dn, small = up >= dn ? dn : up;
+  double v;
+  if (pat == PAT_SPIKES) {
+    if (bounded(x2, 64) == 0) {
+      v = c + s * mul_rn(big, 0.5 + mul_rn(0.5, u));
+    } else {
+      v = c + mul_rn(mul_rn(2.0, u) - 1.0, mul_rn(hi - lo, 0x1.0p-12));  // a faint background
+    }
+  } else if (pat == PAT_ALTERNATING) {
+    if ((j & 1) == 0) {
+      v = c + s * mul_rn(big, 0.5 + mul_rn(0.5, u));
+    } else {
+      v = c - s * mul_rn(small, mul_rn(0.25, u));
+    }
+  } else if (pat == PAT_RAMP) {
+    v = c + s * mul_rn(big, ((double)j + 0.5) / (double)count);
+  } else {  // PAT_WIDE: magnitudes spread over many binades, a few of the other sign
+    const int e = (int)bounded(x1, (u64)kWideBinades[dtype] + 1);
+    const double mag = ldexp(0.5 + mul_rn(0.5, (double)(x1 & 0xFFFFFFFFULL) * 0x1.0p-32), -e);
+    if (small > 0.0 && bounded(x2, 8) == 0) {
+      v = c - s * mul_rn(small, mag);
+    } else {
+      v = c + s * mul_rn(big, mag);
+    }
+  }
+  return v < lo ? lo : (v > hi ? hi : v);
+}
+
+// Element j of an integer pattern: an offset in [0, range) from the distribution's lower bound.
+inline u64 pattern_int_offset(int pat, u64 j, u64 range, u64 key) {
+  const u64 x1 = draw(key, 2 * j), x2 = draw(key, 2 * j + 1);
+  if (pat == PAT_SPIKES) return bounded(x2, 64) == 0 ? bounded(x1, range) : 0;
+  if (pat == PAT_ALTERNATING) {
+    const u64 q = range / 4 > 0 ? range / 4 : 1;
+    return (j & 1) == 0 ? range - 1 - bounded(x1, q) : bounded(x1, q);
+  }
+  if (pat == PAT_RAMP) return j % range;
+  int bits = 0;  // PAT_WIDE: floor(log2(range)); offsets below range >> e for a random e
+  while (bits < 63 && (range >> (bits + 1)) > 0) ++bits;
+  const u64 r = range >> bounded(x1, (u64)bits + 1);
+  return bounded(x2, r > 0 ? r : 1);
+}
+
+// Writes element j of an input buffer under pattern `pat` (PAT_SPEC: the spec's distribution).
+inline void fill_pattern_one(void* base, u64 j, u64 count, int dtype, const Dist& d, u64 key, int pat) {
+  bool integral = false;
+  i64 ilo = 0;
+  u64 irange = 0;
+  if (pat == PAT_SPEC || !pattern_applies(dtype, d, &integral, &ilo, &irange)) {
+    fill_one(base, j, dtype, d, key);
+    return;
+  }
+  if (integral) {
+    const i64 iv = (i64)((u64)ilo + pattern_int_offset(pat, j, irange, key));
+    store_elem(base, j, dtype, true, (double)iv, iv);
+    return;
+  }
+  double lo = 0.0, hi = 0.0;
+  pattern_float_range(dtype, d, &lo, &hi);
+  store_elem(base, j, dtype, false, pattern_float(pat, j, count, dtype, lo, hi, key), 0);
+}
+
+// Clears the sign bit of every element of a float buffer (the "+abs" modifier of a set: |x|).
+KERNELLSP_H_HD inline void abs_elem(unsigned char* base, u64 j, int esize) { base[j * esize + esize - 1] &= 0x7F; }
 
 // ------------------------------------------------------------------------------------------------
 // Hashes (mirrored in kernellsp/harness.py)
@@ -438,6 +576,26 @@ __global__ void kernellsp_h_fill_kernel(void* base, u64 count, int dtype, Dist d
   }
 }
 
+__global__ void kernellsp_h_abs_kernel(unsigned char* base, u64 count, int esize) {
+  for (u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x; j < count; j += (u64)gridDim.x * blockDim.x) {
+    abs_elem(base, j, esize);
+  }
+}
+
+// Writes `pattern` over all `words` 32-bit words of this block's dynamic shared memory (the harness
+// launches it with the largest dynamic shared memory a block may have, so one block fills an SM's whole
+// shared memory) and marks the SM it ran on in `seen` (a 2048-bit map) when `seen` is not null.
+__global__ void kernellsp_h_smem_poison_kernel(unsigned pattern, unsigned words, unsigned* seen) {
+  extern __shared__ unsigned kernellsp_h_smem[];
+  volatile unsigned* s = kernellsp_h_smem;  // volatile: stores nobody reads are not dead code here
+  for (unsigned i = threadIdx.x; i < words; i += blockDim.x) s[i] = pattern;
+  if (seen != nullptr && threadIdx.x == 0) {
+    unsigned smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    atomicOr(&seen[(smid >> 5) & 63u], 1u << (smid & 31u));
+  }
+}
+
 // ------------------------------------------------------------------------------------------------
 // State and result.json
 
@@ -453,6 +611,37 @@ struct Options {
   bool fresh_inputs = false;
   bool dump_last = false;
   long device = 0;
+  std::string sets;          // --sets: the input sets of check/inputs mode (empty: one set, --seed)
+  long check_launches = 0;   // --check-launches M: keep the outputs of M timed launches chosen at random
+  bool alloc_plain = false;  // --alloc plain: cudaMalloc, no guard pages (for compute-sanitizer)
+};
+
+// One input set of check mode: SEED[:PATTERN][@LAUNCH][+abs] (docs/harness.md).
+struct SetSpec {
+  std::string text;
+  u64 seed = 0;
+  int pattern = PAT_SPEC;
+  bool has_launch = false;  // the device fill of time-mode launch LAUNCH under --fresh-inputs
+  u64 launch = 0;
+  bool abs = false;  // |x| of every float input
+};
+
+// What one set did to one buffer (parallel to State::bufs).
+struct SetBuf {
+  std::string file, input_file;
+  bool has_digest = false, has_mutated = false, mutated = false, has_hash_before = false;
+  u64 digest = 0, unwritten = 0, hash_before = 0;
+};
+
+struct SetResult {
+  SetSpec spec;
+  std::vector<SetBuf> bufs;
+};
+
+// The outputs of one timed launch, chosen at random after it ran (--check-launches).
+struct Snapshot {
+  long launch = -1;  // index among all launches of the run, warm-ups first
+  std::vector<std::vector<unsigned char>> data;  // per buffer (out/inout only)
 };
 
 struct Buffer {
@@ -468,6 +657,14 @@ struct Buffer {
   bool wrote_file = false, wrote_input = false;
   std::vector<u64> rep_digests, rep_unwritten;
   Dist dev_dist = {0, 0, nullptr, nullptr};  // parameters copied to the device (--fresh-inputs)
+  // Guard pages: the buffer ends where an unmapped page begins. The mapped bytes below it and the
+  // rounding above its end (to 16 bytes) hold a canary; `guard_damage` counts canary bytes found changed.
+  bool guarded = false;
+  unsigned char* slack_lo = nullptr;
+  std::size_t slack_lo_bytes = 0;
+  unsigned char* slack_hi = nullptr;
+  std::size_t slack_hi_bytes = 0;
+  u64 guard_damage = 0;
 };
 
 struct State {
@@ -487,6 +684,18 @@ struct State {
   bool has_persisting_error = false;
   u64 pad_bytes = 0;
   bool gpu_used = false;
+  int sm_count = 1;
+  std::vector<SetSpec> sets;
+  std::vector<SetResult> set_results;
+  std::vector<Snapshot> snapshots;
+  std::string alloc_kind = "none";  // guard | plain | none (no GPU reached)
+  std::string alloc_error;          // why guard pages were not used (empty when they were, or not asked for)
+  u64 alloc_granularity = 0;
+  bool smem_poisoned = false;
+  u64 smem_poison_bytes = 0;
+  long smem_sms_covered = -1;
+  std::string smem_error;
+  double copy_bw = 0.0;  // bytes/s of a device-to-device copy (time mode), 0 when not measured
 };
 
 static State g_state;
@@ -566,6 +775,8 @@ inline std::string buffer_json(const Buffer& b) {
   o += ", \"digest\": " + (b.has_digest ? json_hex(b.digest) : std::string("null"));
   o += ", \"unwritten\": " + (b.has_digest && a.dir == DIR_OUT ? json_u64(b.unwritten) : std::string("null"));
   o += ", \"poison_byte\": " + (a.dir == DIR_OUT ? std::to_string((unsigned)b.poison) : std::string("null"));
+  o += ", \"guarded\": " + std::string(b.guarded ? "true" : "false");
+  o += ", \"guard_damage\": " + (b.guarded ? json_u64(b.guard_damage) : std::string("null"));
   if (a.dir == DIR_IN) {
     o += ", \"rep_digests\": null, \"rep_unwritten\": null";
   } else {
@@ -579,13 +790,63 @@ inline std::string buffer_json(const Buffer& b) {
   return o + "}";
 }
 
+// File names of the outputs and inputs of set i > 0 and of snapshot j: "c.bin" -> "c.s1.bin",
+// "c.in.bin" -> "c.s1.in.bin", "c.bin" -> "c.snap0.bin" (set 0 keeps the plain names).
+inline std::string file_variant(const char* file, const char* ext, const std::string& tag) {
+  std::string f = file;
+  const std::string e = ext;
+  if (f.size() >= e.size() && f.compare(f.size() - e.size(), e.size(), e) == 0) f.resize(f.size() - e.size());
+  return f + "." + tag + e;
+}
+
+inline std::string set_json(std::size_t i) {
+  const SetResult& r = g_state.set_results[i];
+  std::string o = "{\"index\": " + std::to_string(i) + ", \"spec\": " + json_str(r.spec.text);
+  o += ", \"seed\": " + json_u64(r.spec.seed) + ", \"pattern\": " + json_str(kPatternNames[r.spec.pattern]);
+  o += ", \"launch\": " + (r.spec.has_launch ? json_u64(r.spec.launch) : std::string("null"));
+  o += ", \"abs\": " + std::string(r.spec.abs ? "true" : "false") + ", \"buffers\": {";
+  for (std::size_t k = 0; k < r.bufs.size(); ++k) {
+    const SetBuf& sb = r.bufs[k];
+    const ArgInfo& a = kArgs[g_state.bufs[k].arg];
+    o += std::string(k ? ", " : "") + json_str(a.name) + ": {";
+    o += "\"file\": " + (sb.file.empty() ? std::string("null") : json_str(sb.file));
+    o += ", \"input_file\": " + (sb.input_file.empty() ? std::string("null") : json_str(sb.input_file));
+    o += ", \"hash_before\": " + (sb.has_hash_before ? json_hex(sb.hash_before) : std::string("null"));
+    o += ", \"digest\": " + (sb.has_digest ? json_hex(sb.digest) : std::string("null"));
+    o += ", \"unwritten\": " + (sb.has_digest && a.dir == DIR_OUT ? json_u64(sb.unwritten) : std::string("null"));
+    o += ", \"mutated\": " + (sb.has_mutated ? std::string(sb.mutated ? "true" : "false") : std::string("null"));
+    o += "}";
+  }
+  return o + "}}";
+}
+
+inline std::string snapshot_json(std::size_t i) {
+  const Snapshot& sn = g_state.snapshots[i];
+  const Options& o = g_state.opt;
+  std::string j = "{\"index\": " + std::to_string(i) + ", \"launch\": " + std::to_string(sn.launch);
+  j += ", \"input_seed\": " + json_u64(o.fresh_inputs ? launch_seed(o.seed, (u64)sn.launch) : o.seed);
+  j += ", \"buffers\": {";
+  std::size_t k = 0;
+  for (const Buffer& b : g_state.bufs) {
+    const ArgInfo& a = kArgs[b.arg];
+    if (a.dir == DIR_IN) continue;
+    u64 digest = 0, unwritten = 0;
+    if (k < sn.data.size()) digest_host(sn.data[k].data(), b.count, b.esize, b.poison, &digest, &unwritten);
+    j += std::string(k ? ", " : "") + json_str(a.name) + ": {\"file\": " +
+         json_str(file_variant(a.file, ".bin", "snap" + std::to_string(i))) + ", \"digest\": " + json_hex(digest) +
+         ", \"unwritten\": " + (a.dir == DIR_OUT ? json_u64(unwritten) : std::string("null")) + "}";
+    ++k;
+  }
+  return j + "}}";
+}
+
 inline std::string result_json() {
   const State& s = g_state;
   const Options& o = s.opt;
   const ShapeInfo* sh = s.shape_known ? &kShapes[o.shape] : nullptr;
   const bool kernel = std::strcmp(kEntryKind, "global") == 0;
   std::string j = "{\n";
-  j += "  \"format\": \"kernellsp-harness/1\",\n";
+  j += "  \"format\": \"kernellsp-harness/2\",\n";
   j += "  \"status\": " + json_str(s.status) + ",\n";
   j += "  \"error\": " + (s.has_error ? json_str(s.error) : std::string("null")) + ",\n";
   j += "  \"mode\": " + (o.mode.empty() ? std::string("null") : json_str(o.mode)) + ",\n";
@@ -621,7 +882,22 @@ inline std::string result_json() {
   j += "  \"persisting_l2_limit_set\": " + std::string(s.persisting_set ? "true" : "false") + ",\n";
   j += "  \"persisting_l2_error\": " +
        (s.has_persisting_error ? json_str(s.persisting_error) : std::string("null")) + ",\n";
-  j += "  \"pad_bytes\": " + json_u64(s.pad_bytes) + "\n";
+  j += "  \"pad_bytes\": " + json_u64(s.pad_bytes) + ",\n";
+  j += "  \"alloc\": {\"kind\": " + json_str(s.alloc_kind) + ", \"granularity\": " + json_u64(s.alloc_granularity) +
+       ", \"error\": " + (s.alloc_error.empty() ? std::string("null") : json_str(s.alloc_error)) + "},\n";
+  j += "  \"smem_poison\": {\"done\": " + std::string(s.smem_poisoned ? "true" : "false") +
+       ", \"bytes_per_sm\": " + json_u64(s.smem_poison_bytes) + ", \"sms_covered\": " +
+       (s.smem_sms_covered >= 0 ? std::to_string(s.smem_sms_covered) : std::string("null")) +
+       ", \"sm_count\": " + std::to_string(s.sm_count) +
+       ", \"error\": " + (s.smem_error.empty() ? std::string("null") : json_str(s.smem_error)) + "},\n";
+  j += "  \"copy_bandwidth_bytes_per_s\": " + (s.copy_bw > 0 ? json_double(s.copy_bw) : std::string("null")) + ",\n";
+  j += "  \"check_launches\": " + std::to_string(o.check_launches) + ",\n";
+  j += "  \"sets\": [";
+  for (std::size_t i = 0; i < s.set_results.size(); ++i) j += std::string(i ? ",\n    " : "\n    ") + set_json(i);
+  j += s.set_results.empty() ? "],\n" : "\n  ],\n";
+  j += "  \"snapshots\": [";
+  for (std::size_t i = 0; i < s.snapshots.size(); ++i) j += std::string(i ? ",\n    " : "\n    ") + snapshot_json(i);
+  j += s.snapshots.empty() ? "]\n" : "\n  ]\n";
   j += "}\n";
   return j;
 }
@@ -685,6 +961,58 @@ inline bool parse_u64(const char* s, u64* out) {
   if (errno || *end) return false;
   *out = v;
   return true;
+}
+
+// --sets LIST: comma-separated SEED[:PATTERN][@LAUNCH][+abs]; without it, one set: --seed, spec distribution.
+inline void parse_sets() {
+  Options& o = g_state.opt;
+  std::vector<SetSpec>& out = g_state.sets;
+  if (o.sets.empty()) {
+    SetSpec s;
+    s.text = std::to_string(o.seed);
+    s.seed = o.seed;
+    out.push_back(s);
+    return;
+  }
+  if (o.mode != "check" && o.mode != "inputs") finish("bad_args", "--sets is for --mode check or inputs", 2);
+  std::size_t pos = 0;
+  while (pos <= o.sets.size()) {
+    std::size_t end = o.sets.find(',', pos);
+    if (end == std::string::npos) end = o.sets.size();
+    std::string item = o.sets.substr(pos, end - pos);
+    pos = end + 1;
+    SetSpec s;
+    s.text = item;
+    const std::string bad = "--sets: '" + item + "' is not SEED[:PATTERN][@LAUNCH][+abs]";
+    if (item.size() >= 4 && item.compare(item.size() - 4, 4, "+abs") == 0) {
+      s.abs = true;
+      item.resize(item.size() - 4);
+    }
+    std::size_t at = item.find('@');
+    if (at != std::string::npos) {
+      if (!parse_u64(item.substr(at + 1).c_str(), &s.launch)) finish("bad_args", bad, 2);
+      s.has_launch = true;
+      item.resize(at);
+    }
+    std::size_t colon = item.find(':');
+    if (colon != std::string::npos) {
+      const std::string name = item.substr(colon + 1);
+      s.pattern = -1;
+      for (int p = 0; p < kNumPatterns; ++p)
+        if (name == kPatternNames[p]) s.pattern = p;
+      if (s.pattern < 0)
+        finish("bad_args", "--sets: unknown pattern '" + name + "' (spec, spikes, alternating, ramp or wide)", 2);
+      item.resize(colon);
+    }
+    if (!parse_u64(item.c_str(), &s.seed)) finish("bad_args", bad, 2);
+    if (s.has_launch && s.pattern != PAT_SPEC)
+      finish("bad_args", "--sets: '" + s.text + "': @LAUNCH takes the spec's distribution, not a pattern", 2);
+    if (s.has_launch && o.mode == "inputs")
+      finish("bad_args", "--sets: '" + s.text + "': @LAUNCH inputs are drawn on the GPU; inputs mode has none", 2);
+    out.push_back(s);
+    if (out.size() > 256) finish("bad_args", "--sets: at most 256 sets", 2);
+    if (end == o.sets.size()) break;
+  }
 }
 
 inline void parse_args(int argc, char** argv) {
@@ -752,12 +1080,24 @@ inline void parse_args(int argc, char** argv) {
       o.fresh_inputs = true;
     } else if (a == "--dump-last" && !has_val) {
       o.dump_last = true;
+    } else if (a == "--sets") {
+      o.sets = need("--sets");
+    } else if (a == "--check-launches") {
+      const char* v = need("--check-launches");
+      if (!parse_long(v, 0, 64, &o.check_launches))
+        finish("bad_args", std::string("--check-launches must be in 0..64, got '") + v + "'", 2);
+    } else if (a == "--alloc") {
+      std::string v = need("--alloc");
+      if (v == "guard") o.alloc_plain = false;
+      else if (v == "plain") o.alloc_plain = true;
+      else finish("bad_args", "--alloc must be guard or plain, got '" + v + "'", 2);
     } else {
       finish("bad_args", "unknown argument '" + std::string(argv[i]) + "'", 2);
     }
   }
   if (!have_mode) finish("bad_args", "--mode check|time|profile|inputs is required", 2);
   g_state.shape_known = true;
+  parse_sets();
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -784,41 +1124,233 @@ inline void make_buffers() {
   }
 }
 
-inline void fill_host_inputs() {
+// Fills the host copy of every in/inout buffer for set `i` (its seed, pattern and |x| modifier). Set 0
+// also sets the legacy per-buffer fields (hash_before, input_file); --dump-inputs (and mode inputs)
+// write the bytes, set i > 0 as <stem>.s<i>.in.bin. `r` (may be null) receives the per-set fields.
+inline void fill_host_set(std::size_t i, SetResult* r) {
   const ShapeInfo& sh = kShapes[g_state.opt.shape];
-  for (Buffer& b : g_state.bufs) {
+  const SetSpec& ss = g_state.sets[i];
+  const bool dump = g_state.opt.dump_inputs || g_state.opt.mode == "inputs";
+  for (std::size_t k = 0; k < g_state.bufs.size(); ++k) {
+    Buffer& b = g_state.bufs[k];
     const ArgInfo& a = kArgs[b.arg];
     if (a.dir == DIR_OUT) continue;
     b.init.assign(b.bytes, 0);
-    const u64 key = stream_key(g_state.opt.seed, b.arg);
+    const u64 key = stream_key(ss.seed, b.arg);
     const Dist& d = sh.dists[b.arg];
-    for (u64 j = 0; j < b.count; ++j) fill_one(b.init.data(), j, a.dtype, d, key);
-    b.hash_before = fnv1a64(b.init.data(), b.bytes);
-    b.has_hash_before = true;
-    if (g_state.opt.dump_inputs || g_state.opt.mode == "inputs") {
+    for (u64 j = 0; j < b.count; ++j) fill_pattern_one(b.init.data(), j, b.count, a.dtype, d, key, ss.pattern);
+    if (ss.abs && a.dtype <= DT_F64) {
+      for (u64 j = 0; j < b.count; ++j) abs_elem(b.init.data(), j, b.esize);
+    }
+    const bool hashed = i == 0 || dump;
+    const u64 h = hashed ? fnv1a64(b.init.data(), b.bytes) : 0;
+    if (i == 0) {
+      b.hash_before = h;
+      b.has_hash_before = true;
+    }
+    if (r != nullptr && hashed) {
+      r->bufs[k].hash_before = h;
+      r->bufs[k].has_hash_before = true;
+    }
+    if (dump) {
+      const std::string name = i == 0 ? std::string(a.in_file) : file_variant(a.in_file, ".in.bin", "s" + std::to_string(i));
       std::string err;
-      check_io(write_file(path_in_out(a.in_file), b.init.data(), b.bytes, &err), err);
-      b.wrote_input = true;
+      check_io(write_file(path_in_out(name.c_str()), b.init.data(), b.bytes, &err), err);
+      if (i == 0) b.wrote_input = true;
+      if (r != nullptr) r->bufs[k].input_file = name;
     }
   }
 }
 
-// A random-sized pad first and random gaps between buffers allocated in random order, so that buffer
-// addresses differ between runs (defeats results cached on pointers). Nothing is freed before exit.
-inline void allocate_buffers() {
-  u64 entropy = (u64)std::chrono::steady_clock::now().time_since_epoch().count() ^ ((u64)getpid() << 17) ^
-                mix64(g_state.opt.seed);
+// Entropy from the OS, the clock and the pid: never derivable from the seed (or by the code under test).
+inline u64 os_entropy() {
+  u64 e = (u64)std::chrono::steady_clock::now().time_since_epoch().count() ^ ((u64)getpid() << 17);
   try {
     std::random_device rd;
-    entropy ^= ((u64)rd() << 32) ^ (u64)rd();
+    e ^= ((u64)rd() << 32) ^ (u64)rd();
   } catch (...) {
     // no entropy device: the clock and the pid still vary between runs
   }
-  u64 st = mix64(entropy);
+  return mix64(e);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Guard pages (CUDA virtual memory management)
+//
+// Each buffer gets its own reserved address range: an unmapped granule, the mapped granules that hold
+// the buffer, another unmapped granule. The buffer is placed at the END of its mapped range, rounded up
+// to 16 bytes, so an access past its end (beyond that rounding) faults at full speed in every run, and
+// one far before its start faults too. 16 bytes, not cudaMalloc's 256: every access the hardware has
+// (vector loads, cp.async, TMA) needs at most 16-byte alignment, and a 256-byte rounding would hide
+// reads up to 255 bytes past the end. The mapped bytes below the buffer and the rounding above it hold
+// a canary that is checked after every launch, so writes there are caught too; reads there are left to
+// compute-sanitizer memcheck, which runs with --alloc plain (exact cudaMalloc sizes). The entry points
+// come through cudaGetDriverEntryPoint*, so no -lcuda is needed and a driver without them means plain
+// allocations (result.json says why), not a failed build.
+
+constexpr unsigned char kCanary = 0xC3;
+
+struct Vmm {
+  std::size_t gran = 0;
+  CUmemAllocationProp prop;
+  CUmemAccessDesc access;
+  CUresult (*get_granularity)(std::size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags) = nullptr;
+  CUresult (*reserve)(CUdeviceptr*, std::size_t, std::size_t, CUdeviceptr, unsigned long long) = nullptr;
+  CUresult (*create)(CUmemGenericAllocationHandle*, std::size_t, const CUmemAllocationProp*, unsigned long long) = nullptr;
+  CUresult (*map)(CUdeviceptr, std::size_t, std::size_t, CUmemGenericAllocationHandle, unsigned long long) = nullptr;
+  CUresult (*set_access)(CUdeviceptr, std::size_t, const CUmemAccessDesc*, std::size_t) = nullptr;
+};
+
+inline bool driver_entry(const char* name, void** fn, std::string* err) {
+#if CUDART_VERSION >= 12000
+  cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+  cudaError_t e = cudaGetDriverEntryPointByVersion(name, fn, 12000, cudaEnableDefault, &q);
+#else
+  cudaError_t e = cudaGetDriverEntryPoint(name, fn, cudaEnableDefault, &q);
+#endif
+  if (e == cudaSuccess && q == cudaDriverEntryPointSuccess && *fn != nullptr) return true;
+  cudaGetLastError();
+  *err = std::string("the driver entry point ") + name + " is unavailable";
+  return false;
+#else
+  (void)name;
+  (void)fn;
+  *err = "the CUDA runtime is older than 12.0";
+  return false;
+#endif
+}
+
+inline bool vmm_load(Vmm* v, int device, std::string* err) {
+  if (!driver_entry("cuMemGetAllocationGranularity", (void**)&v->get_granularity, err) ||
+      !driver_entry("cuMemAddressReserve", (void**)&v->reserve, err) ||
+      !driver_entry("cuMemCreate", (void**)&v->create, err) || !driver_entry("cuMemMap", (void**)&v->map, err) ||
+      !driver_entry("cuMemSetAccess", (void**)&v->set_access, err))
+    return false;
+  std::memset(&v->prop, 0, sizeof v->prop);
+  v->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  v->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  v->prop.location.id = device;
+  std::memset(&v->access, 0, sizeof v->access);
+  v->access.location = v->prop.location;
+  v->access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CUresult r = v->get_granularity(&v->gran, &v->prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  if (r != CUDA_SUCCESS || v->gran == 0) {
+    *err = "cuMemGetAllocationGranularity failed (CUresult " + std::to_string((int)r) + ")";
+    return false;
+  }
+  return true;
+}
+
+inline bool vmm_place(const Vmm& v, Buffer& b, std::string* err) {
+  const std::size_t need = (b.bytes + 15) / 16 * 16;
+  const std::size_t mapped = (need + v.gran - 1) / v.gran * v.gran;
+  CUdeviceptr base = 0;
+  CUmemGenericAllocationHandle h = 0;
+  CUresult r = v.reserve(&base, mapped + 2 * v.gran, v.gran, 0, 0);
+  const char* step = "cuMemAddressReserve";
+  if (r == CUDA_SUCCESS) {
+    step = "cuMemCreate";
+    r = v.create(&h, mapped, &v.prop, 0);
+  }
+  if (r == CUDA_SUCCESS) {
+    step = "cuMemMap";
+    r = v.map(base + v.gran, mapped, 0, h, 0);
+  }
+  if (r == CUDA_SUCCESS) {
+    step = "cuMemSetAccess";
+    r = v.set_access(base + v.gran, mapped, &v.access, 1);
+  }
+  if (r != CUDA_SUCCESS) {
+    *err = std::string(step) + " failed for " + kArgs[b.arg].name + " (" + std::to_string(b.bytes) + " bytes, CUresult " +
+           std::to_string((int)r) + ")";
+    return false;
+  }
+  unsigned char* lo = (unsigned char*)(uintptr_t)(base + v.gran);
+  unsigned char* p = lo + (mapped - need);
+  b.dev = p;
+  b.guarded = true;
+  b.slack_lo = lo;
+  b.slack_lo_bytes = mapped - need;
+  b.slack_hi = p + b.bytes;
+  b.slack_hi_bytes = need - b.bytes;
+  return true;
+}
+
+// Device digest (and count of elements equal to `pattern`) of `count` elements of `esize` bytes at p.
+inline void device_digest(const void* p, u64 count, int esize, unsigned char pattern, u64* digest, u64* matches) {
+  static u64* acc = nullptr;
+  if (acc == nullptr) check(cudaMalloc(&acc, 2 * sizeof(u64)), "cudaMalloc(digest)");
+  check(cudaMemset(acc, 0, 2 * sizeof(u64)), "cudaMemset(digest)");
+  kernellsp_h_digest_kernel<<<(unsigned)(g_state.sm_count * 4), 256>>>((const unsigned char*)p, count, esize, pattern,
+                                                                        acc);
+  check(cudaGetLastError(), "digest kernel");
+  u64 h[2] = {0, 0};
+  check(cudaMemcpy(h, acc, sizeof h, cudaMemcpyDeviceToHost), "cudaMemcpy(digest)");
+  *digest = h[0];
+  *matches = h[1];
+}
+
+inline void fill_canaries() {
+  for (Buffer& b : g_state.bufs) {
+    if (!b.guarded) continue;
+    if (b.slack_lo_bytes) check(cudaMemset(b.slack_lo, kCanary, b.slack_lo_bytes), "cudaMemset(guard canary)");
+    if (b.slack_hi_bytes) check(cudaMemset(b.slack_hi, kCanary, b.slack_hi_bytes), "cudaMemset(guard canary)");
+  }
+}
+
+// Counts canary bytes that changed since the last check (writes outside a buffer that did not reach
+// its guard page) into guard_damage, and restores them.
+inline void check_guards() {
+  for (Buffer& b : g_state.bufs) {
+    if (!b.guarded) continue;
+    unsigned char* parts[2] = {b.slack_lo, b.slack_hi};
+    const std::size_t sizes[2] = {b.slack_lo_bytes, b.slack_hi_bytes};
+    for (int k = 0; k < 2; ++k) {
+      if (sizes[k] == 0) continue;
+      u64 digest = 0, same = 0;
+      device_digest(parts[k], sizes[k], 1, kCanary, &digest, &same);
+      if (same != sizes[k]) {
+        b.guard_damage += sizes[k] - same;
+        check(cudaMemset(parts[k], kCanary, sizes[k]), "cudaMemset(restore guard canary)");
+      }
+    }
+  }
+}
+
+// Buffers in random order, with a random-sized stretch before each (unmapped address space with guard
+// pages; a cudaMalloc'd pad with --alloc plain), so that buffer addresses differ between runs (defeats
+// results cached on pointers). Nothing is freed before exit.
+inline void allocate_buffers() {
+  u64 st = mix64(os_entropy() ^ mix64(g_state.opt.seed));
   auto next = [&]() { st = mix64(st + kGamma); return st; };
   std::vector<std::size_t> order(g_state.bufs.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[(std::size_t)(next() % i)]);
+  if (!g_state.opt.alloc_plain) {
+    Vmm v;
+    std::string why;
+    check(cudaFree(nullptr), "cudaFree(0) (context)");
+    if (vmm_load(&v, (int)g_state.opt.device, &why)) {
+      g_state.alloc_kind = "guard";
+      g_state.alloc_granularity = v.gran;
+      for (std::size_t i : order) {
+        Buffer& b = g_state.bufs[i];
+        CUdeviceptr pad = 0;
+        const std::size_t pad_bytes = (std::size_t)(1 + next() % 8) * v.gran;
+        if (v.reserve(&pad, pad_bytes, v.gran, 0, 0) == CUDA_SUCCESS) g_state.pad_bytes += pad_bytes;
+        if (!vmm_place(v, b, &why)) {  // this buffer without a guard page; the others keep theirs
+          if (g_state.alloc_error.empty()) g_state.alloc_error = why;
+          std::string what = std::string("cudaMalloc(") + kArgs[b.arg].name + ", " + std::to_string(b.bytes) + " bytes)";
+          check(cudaMalloc(&b.dev, b.bytes), what.c_str());
+        }
+      }
+      fill_canaries();
+      return;
+    }
+    g_state.alloc_error = why;
+  }
+  g_state.alloc_kind = "plain";
   void* pad = nullptr;
   std::size_t first = (std::size_t)(1 + next() % 32768) * 256;  // 256 B .. 8 MiB
   check(cudaMalloc(&pad, first), "cudaMalloc(pad)");
@@ -835,7 +1367,7 @@ inline void allocate_buffers() {
 
 inline void upload_inputs() {
   for (Buffer& b : g_state.bufs) {
-    if (kArgs[b.arg].dir == DIR_OUT) continue;
+    if (kArgs[b.arg].dir == DIR_OUT || b.init.size() != b.bytes) continue;
     check(cudaMemcpy(b.dev, b.init.data(), b.bytes, cudaMemcpyHostToDevice), "cudaMemcpy(upload input)");
   }
 }
@@ -874,6 +1406,116 @@ inline void prepare_launch(bool fresh, u64 launch_index, int sm_count) {
       check(cudaMemcpy(b.dev, b.init.data(), b.bytes, cudaMemcpyHostToDevice), "cudaMemcpy(restore inout)");
     }
   }
+}
+
+// The in/inout buffers drawn on the device with `seed` (the fill of a time-mode launch under
+// --fresh-inputs, whose seed is launch_seed(--seed, launch)); `abs`: then |x| of the float ones.
+inline void fill_device_inputs(u64 seed, bool abs, int sm_count) {
+  for (Buffer& b : g_state.bufs) {
+    const ArgInfo& a = kArgs[b.arg];
+    if (a.dir == DIR_OUT) continue;
+    kernellsp_h_fill_kernel<<<(unsigned)(sm_count * 4), 256>>>(b.dev, b.count, a.dtype, b.dev_dist, stream_key(seed, b.arg));
+    check(cudaGetLastError(), "fill kernel");
+    if (abs && a.dtype <= DT_F64) {
+      kernellsp_h_abs_kernel<<<(unsigned)(sm_count * 4), 256>>>((unsigned char*)b.dev, b.count, b.esize);
+      check(cudaGetLastError(), "abs kernel");
+    }
+  }
+}
+
+// Shared memory keeps whatever the last kernel on an SM left in it, across launches and processes: a
+// kernel that reads shared memory it never wrote sees the previous launch's values (often the
+// baseline's, computed on the same inputs) and passes. Before every launch of the entry (never timed),
+// a harness kernel writes the poison pattern (all 0xFF bytes, a NaN; 0xF7 with --poison alt) over the
+// whole shared memory of every SM: one block per SM at the largest dynamic shared memory a block may
+// have. The first call reads back which SMs its blocks ran on (smem_poison.sms_covered) and launches
+// more blocks until every SM was covered. Not done in profile mode, where ncu must see the entry alone.
+inline void poison_shared_memory() {
+  static bool configured = false, broken = false;
+  static unsigned words = 0, blocks = 0;
+  State& s = g_state;
+  if (broken) return;
+  const unsigned pattern = s.opt.poison_alt ? 0xF7F7F7F7u : 0xFFFFFFFFu;
+  if (configured) {
+    kernellsp_h_smem_poison_kernel<<<blocks, 1024, (std::size_t)words * 4>>>(pattern, words, nullptr);
+    check(cudaGetLastError(), "shared memory poison kernel");
+    return;
+  }
+  configured = true;
+  int optin = 0;
+  if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, (int)s.opt.device) != cudaSuccess ||
+      optin <= 0) {
+    cudaGetLastError();
+    optin = 48 * 1024;
+  }
+  if (optin > 48 * 1024) {
+    cudaError_t e = cudaFuncSetAttribute(kernellsp_h_smem_poison_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      s.smem_error = cuda_msg("cudaFuncSetAttribute(shared memory poison)", e) + "; poisoning 48 KiB per block";
+      optin = 48 * 1024;
+    }
+  }
+  words = (unsigned)optin / 4;
+  s.smem_poison_bytes = (u64)words * 4;
+  unsigned* seen = nullptr;
+  check(cudaMalloc(&seen, 64 * sizeof(unsigned)), "cudaMalloc(shared memory poison map)");
+  blocks = (unsigned)(2 * s.sm_count);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    check(cudaMemset(seen, 0, 64 * sizeof(unsigned)), "cudaMemset(shared memory poison map)");
+    kernellsp_h_smem_poison_kernel<<<blocks, 1024, (std::size_t)words * 4>>>(pattern, words, seen);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) {
+      s.smem_error = cuda_msg("shared memory poison kernel", e);
+      broken = true;
+      return;
+    }
+    unsigned map[64];
+    check(cudaMemcpy(map, seen, sizeof map, cudaMemcpyDeviceToHost), "cudaMemcpy(shared memory poison map)");
+    long covered = 0;
+    for (unsigned w : map) covered += __builtin_popcount(w);
+    s.smem_sms_covered = covered;
+    s.smem_poisoned = true;
+    if (covered >= s.sm_count) break;
+    blocks *= 4;  // some SM got no block: more blocks (each SM still holds only one at a time)
+  }
+}
+
+inline void poison_outputs() {
+  for (Buffer& b : g_state.bufs) {
+    if (kArgs[b.arg].dir == DIR_OUT) check(cudaMemset(b.dev, b.poison, b.bytes), "cudaMemset(poison output)");
+  }
+}
+
+// Time mode: a device-to-device copy of `bytes` (twice the L2, so it streams from DRAM), best of three:
+// read plus written bytes per second. The timing gate's floor for a kernel is the bytes its spec says
+// it must move at this rate. 0 when the scratch buffer cannot be had.
+inline double probe_copy_bandwidth(void* src, u64 bytes) {
+  void* dst = nullptr;
+  if (bytes == 0 || cudaMalloc(&dst, (std::size_t)bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return 0.0;
+  }
+  cudaEvent_t a, b;
+  check(cudaEventCreate(&a), "cudaEventCreate");
+  check(cudaEventCreate(&b), "cudaEventCreate");
+  double best = 0.0;
+  for (int r = 0; r < 3; ++r) {
+    // src first, then dst: the copy reads lines the dst fill evicted from L2.
+    check(cudaMemsetAsync(src, r + 1, (std::size_t)bytes, 0), "cudaMemsetAsync(bandwidth probe)");
+    check(cudaMemsetAsync(dst, r + 2, (std::size_t)bytes, 0), "cudaMemsetAsync(bandwidth probe)");
+    check(cudaEventRecord(a, 0), "cudaEventRecord");
+    check(cudaMemcpyAsync(dst, src, (std::size_t)bytes, cudaMemcpyDeviceToDevice, 0), "cudaMemcpyAsync(bandwidth probe)");
+    check(cudaEventRecord(b, 0), "cudaEventRecord");
+    check(cudaEventSynchronize(b), "cudaEventSynchronize");
+    float ms = 0.0f;
+    check(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
+    if (ms > 0.0f) best = std::max(best, 2.0 * (double)bytes / ((double)ms * 1e-3));
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  check(cudaFree(dst), "cudaFree(bandwidth probe)");  // harness scratch only: no data of the entry was ever in it
+  return best;
 }
 
 inline void entry_prepare_checked() {
@@ -980,6 +1622,7 @@ inline DeviceFacts setup_device() {
   }
   DeviceFacts f;
   f.sm_count = p.multiProcessorCount > 0 ? p.multiProcessorCount : 1;
+  g_state.sm_count = f.sm_count;
   f.l2_bytes = l2;
   return f;
 }
@@ -993,28 +1636,69 @@ inline std::vector<void*> arg_pointers() {
 // ------------------------------------------------------------------------------------------------
 // Modes
 
-inline void mode_check(const DeviceFacts&) {
+// One launch per input set (--sets; one set, --seed, without it), each prepared afresh: inputs filled
+// (host) or drawn (device, @LAUNCH sets), outputs poisoned, shared memory poisoned. Set 0's outputs go to
+// the buffers' plain files and the legacy per-buffer fields; set i's to <stem>.s<i>.bin. An in buffer is
+// "mutated" in a set when its device digest after the launch differs from the one before it.
+inline void mode_check(const DeviceFacts& f) {
   std::vector<void*> ptrs = arg_pointers();
   entry_prepare_checked();
-  prepare_launch(false, 0, 1);
-  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize before the entry");
-  launch_checked(ptrs.data());
-  sync_checked();
+  bool dists_uploaded = false;
   std::vector<unsigned char> host;
-  for (Buffer& b : g_state.bufs) {
-    const ArgInfo& a = kArgs[b.arg];
-    host.assign(b.bytes, 0);
-    check(cudaMemcpy(host.data(), b.dev, b.bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(read back)");
-    if (a.dir == DIR_IN) {
-      b.hash_after = fnv1a64(host.data(), b.bytes);
-      b.has_hash_after = true;
-    } else {
-      digest_host(host.data(), b.count, b.esize, b.poison, &b.digest, &b.unwritten);
-      b.has_digest = true;
-      std::string err;
-      check_io(write_file(path_in_out(a.file), host.data(), b.bytes, &err), err);
-      b.wrote_file = true;
+  std::vector<u64> before(g_state.bufs.size(), 0);
+  for (std::size_t i = 0; i < g_state.sets.size(); ++i) {
+    const SetSpec& ss = g_state.sets[i];
+    SetResult& r = g_state.set_results[i];
+    if (ss.has_launch) {
+      if (!dists_uploaded) upload_fresh_dists();
+      dists_uploaded = true;
+      fill_device_inputs(launch_seed(ss.seed, ss.launch), ss.abs, f.sm_count);
+    } else if (i > 0) {
+      fill_host_set(i, &r);  // set 0 was filled and uploaded before the device was set up
+      upload_inputs();
     }
+    for (std::size_t k = 0; k < g_state.bufs.size(); ++k) {
+      const Buffer& b = g_state.bufs[k];
+      u64 same = 0;
+      if (kArgs[b.arg].dir == DIR_IN) device_digest(b.dev, b.count, b.esize, 0, &before[k], &same);
+    }
+    poison_outputs();
+    poison_shared_memory();
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize before the entry");
+    launch_checked(ptrs.data());
+    sync_checked();
+    for (std::size_t k = 0; k < g_state.bufs.size(); ++k) {
+      Buffer& b = g_state.bufs[k];
+      const ArgInfo& a = kArgs[b.arg];
+      SetBuf& sb = r.bufs[k];
+      if (a.dir == DIR_IN) {
+        u64 after = 0, same = 0;
+        device_digest(b.dev, b.count, b.esize, 0, &after, &same);
+        sb.mutated = after != before[k];
+        sb.has_mutated = true;
+        if (i == 0 && b.has_hash_before) {  // the legacy field: FNV-1a of the bytes read back
+          host.assign(b.bytes, 0);
+          check(cudaMemcpy(host.data(), b.dev, b.bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(read back)");
+          b.hash_after = fnv1a64(host.data(), b.bytes);
+          b.has_hash_after = true;
+        }
+        continue;
+      }
+      host.assign(b.bytes, 0);
+      check(cudaMemcpy(host.data(), b.dev, b.bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(read back)");
+      digest_host(host.data(), b.count, b.esize, b.poison, &sb.digest, &sb.unwritten);
+      sb.has_digest = true;
+      sb.file = i == 0 ? std::string(a.file) : file_variant(a.file, ".bin", "s" + std::to_string(i));
+      std::string err;
+      check_io(write_file(path_in_out(sb.file.c_str()), host.data(), b.bytes, &err), err);
+      if (i == 0) {
+        b.digest = sb.digest;
+        b.unwritten = sb.unwritten;
+        b.has_digest = true;
+        b.wrote_file = true;
+      }
+    }
+    check_guards();
   }
 }
 
@@ -1044,8 +1728,13 @@ inline void mode_time(const DeviceFacts& f) {
   u64 flush_bytes = f.l2_bytes > 0 ? 2ULL * (u64)f.l2_bytes : 0ULL;
   if (flush_bytes) check(cudaMalloc(&flush, (std::size_t)flush_bytes), "cudaMalloc(L2 flush buffer)");
   g_state.l2_flush_bytes = flush_bytes;
-  u64* acc = nullptr;
-  check(cudaMalloc(&acc, 2 * sizeof(u64)), "cudaMalloc(digest)");
+  if (flush) g_state.copy_bw = probe_copy_bandwidth(flush, flush_bytes);
+  // --check-launches M: a uniform random sample of M timed launches (reservoir sampling), each decided
+  // only after that launch has run, with entropy the seed does not give: the entry cannot know which of
+  // its launches will be compared with the reference, so every timed launch must do the work.
+  const long keep = o.check_launches;
+  u64 pick = os_entropy();
+  g_state.snapshots.assign((std::size_t)std::min<long>(keep, o.reps), Snapshot());
   cudaEvent_t start, stop, stop_sync;
   check(cudaEventCreate(&start), "cudaEventCreate");
   check(cudaEventCreate(&stop), "cudaEventCreate");
@@ -1053,8 +1742,10 @@ inline void mode_time(const DeviceFacts& f) {
   const long total = o.warmup + o.reps;
   for (long k = 0; k < total; ++k) {
     const bool timed = k >= o.warmup;
-    // Untimed: poison / restore, then flush L2 by writing 2x its size (the last thing before start).
+    // Untimed: poison / restore, shared memory poison, then flush L2 by writing 2x its size (the last
+    // thing before start).
     prepare_launch(o.fresh_inputs, (u64)k, f.sm_count);
+    poison_shared_memory();
     if (flush) check(cudaMemsetAsync(flush, (int)(k & 0xff), (std::size_t)flush_bytes, 0), "cudaMemsetAsync(L2 flush)");
     // Host launchers may do host work before they launch: start from an idle device. Kernels are
     // queued behind the flush so that the interval holds no host launch latency.
@@ -1074,14 +1765,45 @@ inline void mode_time(const DeviceFacts& f) {
     // Untimed: digest of every output after this launch (lazy or skipped work shows up here).
     for (Buffer& b : g_state.bufs) {
       if (kArgs[b.arg].dir == DIR_IN) continue;
-      check(cudaMemset(acc, 0, 2 * sizeof(u64)), "cudaMemset(digest)");
-      kernellsp_h_digest_kernel<<<(unsigned)(f.sm_count * 4), 256>>>((const unsigned char*)b.dev, b.count, b.esize,
-                                                                      b.poison, acc);
-      check(cudaGetLastError(), "digest kernel");
-      u64 h[2] = {0, 0};
-      check(cudaMemcpy(h, acc, sizeof h, cudaMemcpyDeviceToHost), "cudaMemcpy(digest)");
-      b.rep_digests.push_back(h[0]);
-      b.rep_unwritten.push_back(h[1]);
+      u64 digest = 0, unwritten = 0;
+      device_digest(b.dev, b.count, b.esize, b.poison, &digest, &unwritten);
+      b.rep_digests.push_back(digest);
+      b.rep_unwritten.push_back(unwritten);
+    }
+    check_guards();
+    // Untimed: keep this launch's outputs if the sample takes it (decided now that it has run).
+    const long t = k - o.warmup;
+    long slot = -1;
+    if (t < (long)g_state.snapshots.size()) {
+      slot = t;
+    } else if (!g_state.snapshots.empty()) {
+      pick = mix64(pick + kGamma);
+      const long r = (long)bounded(pick, (u64)t + 1);
+      if (r < (long)g_state.snapshots.size()) slot = r;
+    }
+    if (slot >= 0) {
+      Snapshot& sn = g_state.snapshots[(std::size_t)slot];
+      sn.launch = k;
+      sn.data.clear();
+      for (Buffer& b : g_state.bufs) {
+        if (kArgs[b.arg].dir == DIR_IN) continue;
+        sn.data.emplace_back(b.bytes);
+        check(cudaMemcpy(sn.data.back().data(), b.dev, b.bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(snapshot)");
+      }
+    }
+  }
+  std::sort(g_state.snapshots.begin(), g_state.snapshots.end(),
+            [](const Snapshot& x, const Snapshot& y) { return x.launch < y.launch; });
+  for (std::size_t j = 0; j < g_state.snapshots.size(); ++j) {
+    std::size_t k = 0;
+    for (Buffer& b : g_state.bufs) {
+      const ArgInfo& a = kArgs[b.arg];
+      if (a.dir == DIR_IN) continue;
+      std::string err;
+      const std::vector<unsigned char>& data = g_state.snapshots[j].data[k++];
+      check_io(write_file(path_in_out(file_variant(a.file, ".bin", "snap" + std::to_string(j)).c_str()), data.data(),
+                          data.size(), &err),
+               err);
     }
   }
   std::string err;
@@ -1111,8 +1833,19 @@ inline void mode_time(const DeviceFacts& f) {
 inline int run(int argc, char** argv) {
   parse_args(argc, argv);
   make_buffers();
-  fill_host_inputs();
-  if (g_state.opt.mode == "inputs") finish("ok", "", 0);
+  const bool per_set = g_state.opt.mode == "check" || g_state.opt.mode == "inputs";
+  if (per_set) {
+    g_state.set_results.resize(g_state.sets.size());
+    for (std::size_t i = 0; i < g_state.sets.size(); ++i) {
+      g_state.set_results[i].spec = g_state.sets[i];
+      g_state.set_results[i].bufs.assign(g_state.bufs.size(), SetBuf());
+    }
+  }
+  if (g_state.opt.mode == "inputs") {
+    for (std::size_t i = 0; i < g_state.sets.size(); ++i) fill_host_set(i, &g_state.set_results[i]);
+    finish("ok", "", 0);
+  }
+  if (!g_state.sets[0].has_launch) fill_host_set(0, per_set ? &g_state.set_results[0] : nullptr);
   DeviceFacts f = setup_device();
   allocate_buffers();
   upload_inputs();

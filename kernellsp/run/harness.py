@@ -44,7 +44,10 @@ from kernellsp.source.spec import (
 )
 
 #: The ``format`` field of every result.json this module writes or reads.
-RESULT_FORMAT = "kernellsp-harness/1"
+RESULT_FORMAT = "kernellsp-harness/2"
+
+#: Structured input patterns of check mode's input sets (``SEED:PATTERN``); "spec" is the spec's distribution.
+PATTERNS = ("spec", "spikes", "alternating", "ramp", "wide")
 
 #: Exit codes of the generated program.
 EXIT_OK, EXIT_BAD_ARGS, EXIT_CUDA_ERROR, EXIT_IO_ERROR = 0, 2, 3, 4
@@ -878,8 +881,16 @@ def harness_argv(
     fresh_inputs: bool = False,
     device: int | None = None,
     dump_last: bool = False,
+    sets: Sequence[str] | None = None,
+    check_launches: int = 0,
+    alloc: Literal["guard", "plain"] = "guard",
 ) -> list[str]:
-    """The argument vector that runs a built harness (a convenience for runners)."""
+    """The argument vector that runs a built harness (a convenience for runners).
+
+    ``sets`` (check mode): the input sets to run, one launch each, as :func:`input_set` spells them;
+    ``check_launches`` (time mode): keep the outputs of that many timed launches picked at random after
+    they ran; ``alloc="plain"``: cudaMalloc without guard pages (for compute-sanitizer).
+    """
     argv = [
         exe,
         "--mode",
@@ -903,9 +914,32 @@ def harness_argv(
         argv.append("--fresh-inputs")
     if dump_last:
         argv.append("--dump-last")
+    if sets:
+        argv += ["--sets", ",".join(sets)]
+    if check_launches:
+        argv += ["--check-launches", str(check_launches)]
+    if alloc != "guard":
+        argv += ["--alloc", alloc]
     if device is not None:
         argv += ["--device", str(device)]
     return argv
+
+
+def input_set(seed: int, pattern: str = "spec", *, launch: int | None = None, abs: bool = False) -> str:
+    """One item of ``--sets``: ``SEED[:PATTERN][@LAUNCH][+abs]``.
+
+    ``pattern`` is one of :data:`PATTERNS`; ``launch`` gives the inputs that time mode draws on the
+    device for that launch under ``--fresh-inputs`` with ``--seed SEED`` (spec distribution only);
+    ``abs`` takes ``|x|`` of every float input (the error budget's conditioning run).
+    """
+    if pattern not in PATTERNS:
+        raise HarnessError(f"unknown input pattern {pattern!r} (one of {', '.join(PATTERNS)})")
+    if launch is not None and pattern != "spec":
+        raise HarnessError("an input set drawn for a timing launch takes the spec's distribution, not a pattern")
+    text = str(seed) + ("" if pattern == "spec" else f":{pattern}")
+    if launch is not None:
+        text += f"@{launch}"
+    return text + ("+abs" if abs else "")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1064,27 +1098,109 @@ def _element(d: DistPlan, dtype: str, j: int, key: int) -> tuple[bool, float, in
     return True, float(iv), iv
 
 
+_WIDE_BINADES = {"f16": 10, "bf16": 24, "f32": 24, "f64": 48}
+
+
+def _pattern_applies(d: DistPlan, dtype: str) -> tuple[bool, int, int] | None:
+    """None when a pattern leaves this buffer to the spec's fill; else (integral, lo, range)."""
+    is_float = dtype in FLOAT_DTYPES
+    if d.kind == "randint":
+        return True, d.iparams[0], (d.iparams[1] - d.iparams[0]) & _M64
+    if d.kind == "default" and not is_float:
+        return True, 0, 100
+    if is_float and d.kind in ("default", "uniform", "normal"):
+        return False, 0, 0
+    return None
+
+
+def _pattern_float(pat: str, j: int, count: int, dtype: str, lo: float, hi: float, key: int) -> float:
+    x1, x2 = draw(key, 2 * j), draw(key, 2 * j + 1)
+    u = (x1 >> 11) * 2.0**-53
+    c = lo if lo > 0.0 else hi if hi < 0.0 else 0.0
+    up, dn = hi - c, c - lo
+    s = 1.0 if up >= dn else -1.0
+    big, small = (up, dn) if up >= dn else (dn, up)
+    if pat == "spikes":
+        if (x2 * 64) >> 64 == 0:
+            v = c + s * (big * (0.5 + 0.5 * u))
+        else:
+            v = c + (2.0 * u - 1.0) * ((hi - lo) * 2.0**-12)
+    elif pat == "alternating":
+        v = c + s * (big * (0.5 + 0.5 * u)) if j % 2 == 0 else c - s * (small * (0.25 * u))
+    elif pat == "ramp":
+        v = c + s * (big * ((float(j) + 0.5) / float(count)))
+    else:  # wide
+        e = (x1 * (_WIDE_BINADES[dtype] + 1)) >> 64
+        mag = math.ldexp(0.5 + 0.5 * ((x1 & 0xFFFFFFFF) * 2.0**-32), -e)
+        v = c - s * (small * mag) if small > 0.0 and (x2 * 8) >> 64 == 0 else c + s * (big * mag)
+    return lo if v < lo else hi if v > hi else v
+
+
+def _pattern_int_offset(pat: str, j: int, rng: int, key: int) -> int:
+    x1, x2 = draw(key, 2 * j), draw(key, 2 * j + 1)
+    if pat == "spikes":
+        return (x1 * rng) >> 64 if (x2 * 64) >> 64 == 0 else 0
+    if pat == "alternating":
+        q = max(rng // 4, 1)
+        return rng - 1 - ((x1 * q) >> 64) if j % 2 == 0 else (x1 * q) >> 64
+    if pat == "ramp":
+        return j % rng
+    bits = min(rng.bit_length() - 1, 63)
+    r = rng >> ((x1 * (bits + 1)) >> 64)
+    return (x2 * max(r, 1)) >> 64
+
+
+def _pattern_range(d: DistPlan, dtype: str) -> tuple[float, float]:
+    if d.kind == "uniform":
+        return d.fparams[0], d.fparams[1]
+    if d.kind == "normal":
+        w, m = 3.0 * d.fparams[1], _FLOAT_MAX[dtype]
+        return max(d.fparams[0] - w, -m), min(d.fparams[0] + w, m)
+    return -1.0, 1.0
+
+
+def _abs_bytes(data: bytearray, esize: int) -> None:
+    for k in range(esize - 1, len(data), esize):
+        data[k] &= 0x7F
+
+
 def fill_reference(
-    plan: HarnessPlan, shape: int, seed: int, name: str, *, launch: int | None = None
-) -> bytes:
+    plan: HarnessPlan, shape: int, seed: int, name: str, *, launch: int | None = None,
+    pattern: str = "spec", abs: bool = False,
+) -> bytes:  # fmt: skip
     """The initial bytes of input buffer ``name`` that the harness uploads for ``shape`` and ``seed``.
 
     Bit-identical to the harness's host fill for every distribution except ``normal``, whose
     ``log``/``cos`` come from the platform's libm (identical on the same host, within an ulp elsewhere).
     ``launch`` gives the device fill of that timing launch under ``--fresh-inputs`` (where ``normal``
-    uses the GPU's libm and may differ in the last bit). Pure Python: meant for small shapes and tests.
+    uses the GPU's libm and may differ in the last bit). ``pattern`` and ``abs`` give the input set
+    ``SEED:PATTERN[+abs]`` of check mode (:func:`input_set`). Pure Python: meant for small shapes and tests.
     """
     a = plan.arg(name)
     if not a.is_buffer or a.dir not in ("in", "inout"):
         raise HarnessError(f"{name!r} is not an input buffer of {plan.entry}")
+    if pattern not in PATTERNS:
+        raise HarnessError(f"unknown input pattern {pattern!r}")
     sp = plan.shapes[shape]
     d = sp.dists[name]
     assert a.dtype is not None
     key = stream_key(seed if launch is None else launch_seed(seed, launch), a.index)
+    applies = _pattern_applies(d, a.dtype) if pattern != "spec" else None
+    count = sp.counts[name]
+    lo, hi = _pattern_range(d, a.dtype) if applies is not None and not applies[0] else (0.0, 0.0)
     out = bytearray()
-    for j in range(sp.counts[name]):
-        int_path, fv, iv = _element(d, a.dtype, j, key)
+    for j in range(count):
+        if applies is None:
+            int_path, fv, iv = _element(d, a.dtype, j, key)
+        elif applies[0]:
+            u = (applies[1] + _pattern_int_offset(pattern, j, applies[2], key)) & _M64
+            iv = u - (1 << 64) if u >= 1 << 63 else u
+            int_path, fv = True, float(iv)
+        else:
+            int_path, fv, iv = False, _pattern_float(pattern, j, count, a.dtype, lo, hi, key), 0
         out += _pack(a.dtype, int_path and a.dtype not in FLOAT_DTYPES, fv, iv)
+    if abs and a.dtype in FLOAT_DTYPES:
+        _abs_bytes(out, DTYPE_BYTES[a.dtype])
     return bytes(out)
 
 
@@ -1143,6 +1259,10 @@ class BufferInfo:
     poison_byte: int | None = None
     rep_digests: list[int] | None = None
     rep_unwritten: list[int] | None = None
+    #: Placed against a guard page (the canary bytes beside it are checked after every launch).
+    guarded: bool = False
+    #: Canary bytes beside the buffer found changed: writes out of bounds that missed the guard page.
+    guard_damage: int | None = None
 
     @property
     def mutated(self) -> bool:
@@ -1160,6 +1280,41 @@ def _hex_or_none(v: Any) -> int | None:
     if isinstance(v, str):
         return int(v, 16)
     return int(v)
+
+
+@dataclass
+class SetBuffer:
+    """What one input set did to one buffer (check mode): its output file or, for an ``in`` buffer, whether it changed."""
+
+    file: str | None = None
+    input_file: str | None = None
+    hash_before: int | None = None
+    digest: int | None = None
+    unwritten: int | None = None
+    mutated: bool | None = None
+
+
+@dataclass
+class SetInfo:
+    """One input set of a check-mode run (``--sets``): one launch on inputs ``spec`` = SEED[:PATTERN][@LAUNCH][+abs]."""
+
+    index: int
+    spec: str
+    seed: int
+    pattern: str
+    launch: int | None
+    abs: bool
+    buffers: dict[str, SetBuffer]
+
+
+@dataclass
+class SnapshotInfo:
+    """The outputs of one timed launch, picked at random after it ran (``--check-launches``)."""
+
+    index: int
+    launch: int
+    input_seed: int
+    buffers: dict[str, SetBuffer]
 
 
 @dataclass
@@ -1194,10 +1349,36 @@ class HarnessResult:
     persisting_l2_error: str | None
     pad_bytes: int
     raw: dict[str, Any]
+    sets: list[SetInfo] = field(default_factory=list)
+    snapshots: list[SnapshotInfo] = field(default_factory=list)
+    #: ``{"kind": "guard" | "plain" | "none", "granularity": bytes, "error": why guard pages were not used}``.
+    alloc: dict[str, Any] = field(default_factory=dict)
+    #: ``{"done", "bytes_per_sm", "sms_covered", "sm_count", "error"}``: shared memory poisoned before each launch.
+    smem_poison: dict[str, Any] = field(default_factory=dict)
+    #: Device-to-device copy bandwidth measured in time mode (read + written bytes per second).
+    copy_bandwidth: float | None = None
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    def read_set_bytes(self, index: int, name: str) -> bytes:
+        """The raw bytes of out/inout buffer ``name`` after the launch of input set ``index`` (check mode)."""
+        sb = self.sets[index].buffers.get(name)
+        if sb is None or sb.file is None:
+            raise HarnessError(f"set {index} wrote no output file for {name!r}")
+        return self._read_exact(sb.file, self.buffer(name).bytes)
+
+    def read_snapshot_bytes(self, index: int, name: str) -> bytes:
+        """The raw bytes of out/inout buffer ``name`` after the timed launch kept as snapshot ``index``."""
+        sb = self.snapshots[index].buffers.get(name)
+        if sb is None or sb.file is None:
+            raise HarnessError(f"snapshot {index} has no file for {name!r}")
+        return self._read_exact(sb.file, self.buffer(name).bytes)
+
+    def guard_damage(self) -> dict[str, int]:
+        """Buffers whose guard canaries changed: bytes written out of bounds (guard pages only)."""
+        return {b.name: b.guard_damage for b in self.buffers if b.guard_damage}
 
     def buffer(self, name: str) -> BufferInfo:
         """The buffer called ``name``; :class:`HarnessError` when the result has none."""
@@ -1277,7 +1458,7 @@ class HarnessResult:
 
 
 def read_result(out_dir: str | Path) -> HarnessResult:
-    """Read ``out_dir/result.json`` (format ``kernellsp-harness/1``).
+    """Read ``out_dir/result.json`` (format ``kernellsp-harness/2``).
 
     Raises :class:`HarnessError` when the file is missing (the program crashed or was killed before
     it finished), is not JSON, or has another format.
@@ -1309,9 +1490,25 @@ def read_result(out_dir: str | Path) -> HarnessResult:
                 digest=_hex_or_none(b.get("digest")), unwritten=b.get("unwritten"), poison_byte=b.get("poison_byte"),
                 rep_digests=[int(x, 16) for x in b["rep_digests"]] if b.get("rep_digests") is not None else None,
                 rep_unwritten=[int(x) for x in b["rep_unwritten"]] if b.get("rep_unwritten") is not None else None,
+                guarded=bool(b.get("guarded", False)), guard_damage=b.get("guard_damage"),
             )
             for b in data.get("buffers") or []
         ]  # fmt: skip
+
+        def set_buffers(entries: Any) -> dict[str, SetBuffer]:
+            return {name: SetBuffer(file=v.get("file"), input_file=v.get("input_file"),
+                                    hash_before=_hex_or_none(v.get("hash_before")), digest=_hex_or_none(v.get("digest")),
+                                    unwritten=v.get("unwritten"), mutated=v.get("mutated"))
+                    for name, v in (entries or {}).items()}  # fmt: skip
+
+        sets = [SetInfo(index=int(s["index"]), spec=str(s["spec"]), seed=int(s["seed"]), pattern=str(s["pattern"]),
+                        launch=None if s.get("launch") is None else int(s["launch"]), abs=bool(s.get("abs", False)),
+                        buffers=set_buffers(s.get("buffers")))
+                for s in data.get("sets") or []]  # fmt: skip
+        snapshots = [SnapshotInfo(index=int(s["index"]), launch=int(s["launch"]), input_seed=int(s["input_seed"]),
+                                  buffers=set_buffers(s.get("buffers")))
+                     for s in data.get("snapshots") or []]  # fmt: skip
+        bw = data.get("copy_bandwidth_bytes_per_s")
         return HarnessResult(
             out_dir=d,
             status=data["status"],
@@ -1343,6 +1540,11 @@ def read_result(out_dir: str | Path) -> HarnessResult:
             persisting_l2_error=data.get("persisting_l2_error"),
             pad_bytes=int(data.get("pad_bytes") or 0),
             raw=data,
+            sets=sets,
+            snapshots=snapshots,
+            alloc=dict(data.get("alloc") or {}),
+            smem_poison=dict(data.get("smem_poison") or {}),
+            copy_bandwidth=float(bw) if bw else None,
         )
     except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise HarnessError(f"{p}: malformed result ({type(exc).__name__}: {exc})") from exc
