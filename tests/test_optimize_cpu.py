@@ -35,7 +35,7 @@ from kernellsp.optimize.loop import (
 )
 from kernellsp.optimize.propose.base import ProposalContext
 from kernellsp.optimize.propose.tuner import Tuner
-from kernellsp.optimize.verify.gate import Verdict
+from kernellsp.optimize.verify.gate import Verdict, VerifyOptions
 from kernellsp.optimize.verify.scope import check_scope, edit_targets
 from kernellsp.profile.ncu import local_gpu_problem
 from kernellsp.run.runner import LocalRunner
@@ -648,3 +648,29 @@ def test_replay_uses_the_gates_the_run_used(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(opt, "verify", fake_verify)
     replay(bundle, LocalRunner())
     assert (used[0].seeds, used[0].rounds, used[0].reps, used[0].min_gain_pct) == (2, 4, 10, 40.0)
+
+
+def test_replay_reuses_the_run_seed_of_the_recorded_verdict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every input seed of a verification derives from its run seed: replay must check the same inputs."""
+    import kernellsp.optimize.loop as opt
+
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "original.cu").write_text(SOFTMAX)
+    result = make_result(tmp_path / "softmax_row.cu")
+    assert result.final is not None
+    result.final.details["run_seed"] = 6072438121517465371
+    result.verify_options = {"seeds": 2, "rounds": 4, "reps": 10, "min_gain_pct": 2.0, "run_seed": None}
+    _write_bundle(bundle, tmp_path / "softmax_row.cu", result)
+    used: list[Any] = []
+
+    def fake_verify(path, baseline, candidate, entry, runner, options, env=None, cancel=None, progress=None):  # type: ignore[no-untyped-def]
+        used.append(options)
+        return Verdict("accepted", True, "faster", entry)
+
+    monkeypatch.setattr(opt, "verify", fake_verify)
+    replay(bundle, LocalRunner())
+    assert used[0].run_seed == 6072438121517465371 and used[0].seeds == 2
+    # An explicit seed of the caller wins over the recorded one.
+    replay(bundle, LocalRunner(), VerifyOptions(run_seed=5))
+    assert used[1].run_seed == 5

@@ -256,3 +256,78 @@ def test_cli_verify_argument_errors(workspace: Path) -> None:
     assert r.exit_code == 2 and "other has no launch spec" in r.stderr and "softmax_row" in r.stderr
     r = invoke("verify", "softmax_row.cu")
     assert r.exit_code == 2 and "--candidate" in r.output
+
+
+# --------------------------------------------------------------------------------------------------
+# The pieces of the hardened gate that need no GPU: the error budget, the input seeds, the sanitizer plan
+
+
+def test_error_budget_refuses_a_half_read_reduction_that_the_tolerance_lets_through() -> None:
+    """Issue 10's class 2: sum half of a uniform(0, 1) input and double it. Within rtol 1e-3 of the sequential
+    float32 sum (what an atomics baseline computes), but far above the baseline's own error; a pairwise
+    (tree) sum of the same inputs, an honest rewrite, stays inside the budget without any extra run."""
+    import numpy as np
+
+    from kernellsp.optimize.verify import correctness as compare
+    from kernellsp.source.spec import Tolerance
+
+    rng = np.random.default_rng(7)
+    x = rng.uniform(0, 1, 1 << 22).astype(np.float32)
+    sequential = np.cumsum(x, dtype=np.float32)[-1:]  # the baseline: one add after the other
+    pairwise = np.array([np.sum(x, dtype=np.float32)], dtype=np.float32)
+    half = np.array([2 * np.sum(x[: x.size // 2], dtype=np.float32)], dtype=np.float32)
+    tol = compare.resolve_tolerance("f32", Tolerance(rtol=1e-3, atol=1e-3))
+    for cand in (pairwise, half):
+        assert compare.compare("out", "f32", cand.tobytes(), sequential.tobytes(), tol) is None  # both inside the spec
+    honest = compare.norm_rel_error("f32", pairwise.tobytes(), sequential.tobytes())
+    cheat = compare.norm_rel_error("f32", half.tobytes(), sequential.tobytes())
+    assert compare.within_quick_budget("f32", honest)
+    assert not compare.within_quick_budget("f32", cheat)
+    # The baseline's own error on these inputs: no spread between runs (deterministic), no cancellation.
+    assert cheat > compare.error_budget("f32", conditioning=1.0, spread=0.0)
+    # A nondeterministic baseline as noisy as the cheat's error moves the budget with it (no false refusal).
+    assert cheat < compare.error_budget("f32", conditioning=1.0, spread=cheat)
+    # Cancellation: an honest re-association of terms summing to 1/1000 of their magnitudes errs 1000x more.
+    assert compare.error_budget("f32", conditioning=1000.0, spread=0.0) == pytest.approx(1000 * compare.error_budget("f32", 1.0, 0.0))
+    assert compare.error_budget("i32", 1.0, 0.0) == float("inf") and compare.within_quick_budget("u8", 1.0)
+    assert compare.error_budget("f32", 1.0, 0.0, factor=0) == float("inf")
+
+
+def test_input_seeds_derive_from_the_run_seed() -> None:
+    from kernellsp.optimize.verify.gate import _derive, _describe_set
+
+    seeds = [_derive(12345, k) for k in range(300)]
+    assert len(set(seeds)) == 300 and all(0 <= s < 2**63 for s in seeds)
+    assert seeds == [_derive(12345, k) for k in range(300)]  # replay: same run seed, same inputs
+    assert _derive(12346, 0) != seeds[0]
+    assert _describe_set("17") == "seed 17"
+    assert _describe_set("17:spikes") == "seed 17, spikes pattern"
+    assert _describe_set("17@12") == "the inputs of timed launch 12 (seed 17)"
+    assert _describe_set("17@12+abs") == "the inputs of timed launch 12 (seed 17)"
+
+
+def test_sanitizer_plan_covers_every_distinct_shape_with_the_tools_that_apply() -> None:
+    from kernellsp.optimize.verify.gate import _sanitizer_plan
+    from kernellsp.run import harness
+    from kernellsp.source import spec
+    from kernellsp.source.model import parse_source
+
+    def plan_of(text: str, entry: str) -> harness.HarnessPlan:
+        model = parse_source(text, "k.cu")
+        bound = spec.entry_spec(model, entry)
+        assert bound is not None
+        return harness.plan_harness(model, bound.spec, entry)
+
+    softmax = plan_of(SOFTMAX, "softmax_row")
+    full = _sanitizer_plan(softmax, VerifyOptions(), SOFTMAX, 0)
+    assert [s for s, _ in full] == sorted(range(4), key=lambda i: sum(softmax.shapes[i].counts.values()))
+    assert all(tools == ["memcheck"] for _, tools in full)  # no shared memory, no barrier: memcheck only
+    assert _sanitizer_plan(softmax, VerifyOptions(sanitize_all_shapes=False), SOFTMAX, 0) == full[:1]
+    with_smem = _sanitizer_plan(softmax, VerifyOptions(), SOFTMAX + "\n// __syncthreads();\n", 1024)
+    assert all(tools == ["memcheck", "racecheck", "synccheck"] for _, tools in with_smem)
+    relu = plan_of(RELU, next(f.name for f in parse_source(RELU, "r.cu").functions if f.kind == "host"))
+    assert all(tools[0] == "memcheck" and "racecheck" in tools and "initcheck" in tools
+               for _, tools in _sanitizer_plan(relu, VerifyOptions(), RELU, 0))  # fmt: skip
+    twice = SOFTMAX.replace("{ ROWS = 1, COLS = 1 }]", "{ ROWS = 1, COLS = 1 }, { ROWS = 1000, COLS = 100 }]")
+    dup = plan_of(twice, "softmax_row")
+    assert len(dup.shapes) == 5 and len(_sanitizer_plan(dup, VerifyOptions(), twice, 0)) == 4  # sizes deduplicated

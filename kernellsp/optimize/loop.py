@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -218,7 +218,8 @@ def optimize(
     # Rounds only select a champion: one seed and no sanitizer keep them quick. The final verification
     # of the champion against the original runs every gate in full.
     round_opts = VerifyOptions(**{**asdict(opts.verify), "seeds": min(opts.round_seeds, opts.verify.seeds),
-                                  "sanitize": opts.round_sanitize and opts.verify.sanitize})  # fmt: skip
+                                  "sanitize": opts.round_sanitize and opts.verify.sanitize,
+                                  "sanitize_all_shapes": False})  # fmt: skip
     say = progress or (lambda _m, _p: None)
     emit = on_event or (lambda _e: None)
     t0 = time.monotonic()
@@ -549,6 +550,11 @@ def replay(bundle: Path, runner: Runner, options: VerifyOptions | None = None,
         # The gates as the run used them (seeds, rounds, minimum gain), so the verdicts are comparable.
         known = VerifyOptions.__dataclass_fields__
         options = VerifyOptions(**{k: v for k, v in summary["verify_options"].items() if k in known})
+    options = options if options is not None else VerifyOptions()
+    details = recorded.get("details") if isinstance(recorded, dict) else None
+    if options.run_seed is None and isinstance(details, dict) and isinstance(details.get("run_seed"), int):
+        # The same inputs as the recorded verdict: every input seed derives from the run seed.
+        options = replace(options, run_seed=details["run_seed"])
     # Verify in a scratch copy named like the original file, next to nothing else.
     v = verify(Path(src_name), orig.read_text(), champ.read_text(), summary["entry"], runner, options,
                progress=progress)  # fmt: skip

@@ -7,6 +7,10 @@ of size 1e3), and the whole buffer must also pass a norm-relative bound
 in the reference makes the reference invalid. Integer outputs must match exactly. A reference
 whose outputs are all zero, or all one value, is refused as degenerate: it cannot tell a correct
 kernel from one that writes a constant.
+
+Beside the tolerance, :func:`error_budget` bounds a candidate's error by the baseline's own: a
+tolerance the spec loosened for rounding must not let an approximation through (a reduction that
+reads half its input and doubles the result stays within 1e-3 of the mean on uniform inputs).
 """
 
 from __future__ import annotations
@@ -131,6 +135,68 @@ def compare(name: str, dtype: str, got: bytes, want: bytes, tol: Tolerance) -> M
         return Mismatch(name, i, float(g64[i]), float(w64[i]), 0, len(w), float(err.max()), norm_err,
                         f"norm-relative error {norm_err:.3g} exceeds {tol.norm_rtol:g}")  # fmt: skip
     return None
+
+
+def norm_rel_error(dtype: str, got: bytes, want: bytes) -> float:
+    """``||got - want|| / ||want||`` over the elements finite in both (0 when ``want`` is all zero or not a float)."""
+    if dtype not in FLOAT_DTYPES:
+        return 0.0
+    g = as_array(got, dtype).astype(np.float64)
+    w = as_array(want, dtype).astype(np.float64)
+    fin = np.isfinite(g) & np.isfinite(w)
+    norm_w = float(np.linalg.norm(w[fin]))
+    return float(np.linalg.norm((g - w)[fin])) / norm_w if norm_w > 0 else 0.0
+
+
+def norm(dtype: str, data: bytes) -> float:
+    """The 2-norm of the finite elements of a float buffer (0 for integer dtypes)."""
+    if dtype not in FLOAT_DTYPES:
+        return 0.0
+    a = as_array(data, dtype).astype(np.float64)
+    return float(np.linalg.norm(a[np.isfinite(a)]))
+
+
+#: The error budget: a candidate's norm-relative error against the reference may be at most this many
+#: times the baseline's own error, whatever the spec's tolerance allows (see :func:`error_budget`).
+BUDGET_FACTOR = 10.0
+
+
+def budget_floor(dtype: str) -> float | None:
+    """The error of an honest re-association for ``dtype`` on well-conditioned data (None: integers, compared exactly).
+
+    The defaults' norm tolerance: reductions in another order, FMA contraction and a different but
+    correctly rounded library function stay below it; a downgrade to fp16/bf16/tf32 arithmetic does not.
+    """
+    return DEFAULTS[dtype].norm_rtol if dtype in DEFAULTS else None
+
+
+def within_quick_budget(dtype: str, err: float, factor: float = BUDGET_FACTOR) -> bool:
+    """True when ``err`` is within the budget whatever the baseline's own error is (no extra runs needed)."""
+    floor = budget_floor(dtype)
+    return floor is None or factor <= 0 or err <= factor * floor
+
+
+def error_budget(dtype: str, conditioning: float, spread: float, factor: float = BUDGET_FACTOR) -> float:
+    """The most norm-relative error a candidate may have against the baseline on one input set.
+
+    The baseline's own error is estimated two ways, and the larger counts:
+
+    * its **conditioning**: ``||B(|x|)|| / ||B(x)||``, the baseline run on the absolute values of the
+      same inputs against its run on the inputs. Rounding errors of sums and products scale with the
+      sum of the magnitudes of the terms (``|fl(sum x) - sum x| <= n eps sum |x|``); when the terms
+      cancel, an honest re-association moves the result by that much more than the result's own size.
+      So the honest error is :func:`budget_floor` times the conditioning (at least 1);
+    * its **run-to-run spread**: the norm-relative difference between repeated baseline launches on
+      the same inputs (atomics in another order), its nondeterminism.
+
+    ``factor`` (default 10) times the larger of the two: an error an order of magnitude above what the
+    baseline itself shows is approximation (a sub-sampled input, a precision downgrade), not rounding,
+    even inside a loose spec tolerance.
+    """
+    floor = budget_floor(dtype)
+    if floor is None or factor <= 0:
+        return float("inf")
+    return factor * max(floor * max(1.0, conditioning), spread)
 
 
 def reference_problem(buffers: dict[str, tuple[str, bytes]]) -> str | None:

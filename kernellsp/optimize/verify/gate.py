@@ -5,17 +5,28 @@ Order of gates, each with a named verdict when it fails:
 1. ``scope_violation``: the edit is outside the targeted kernels, their ``__device__`` helpers and
    the structured launch fields (:mod:`kernellsp.optimize.verify.scope`), checked before anything compiles;
 2. ``compile_error``: the candidate's harness does not build;
-3. correctness, for several seeds (fresh inputs each) and every declared shape, baseline and
-   candidate in separate processes with outputs poisoned before each launch:
-   ``runtime_error`` (launch or device fault), ``input_mutated`` (an ``in`` buffer changed),
-   ``unwritten_output`` (poison left in an output), ``mismatch`` (seed, shape, index, got, want);
-   the candidate runs a second time with a different poison so reads of unwritten memory show;
-   a degenerate (constant or all-zero) or NaN reference refuses the check (``degenerate_reference``);
-4. ``sanitizer``: compute-sanitizer memcheck and racecheck on the smallest shape;
+3. correctness, on every declared shape (small edge shapes first), baseline and candidate in
+   separate processes, one process per shape running every input set: several seeds of the spec's
+   distribution and the structured patterns (sparse spikes, alternating signs, a ramp, a wide dynamic
+   range) that expose skipped or approximated work. The seeds derive from a run seed drawn from the OS
+   (recorded in the verdict; ``replay`` reuses it), so the code under test cannot recognise the inputs
+   it will be checked on. Outputs and every SM's shared memory are poisoned before each launch, and
+   every buffer ends at a guard page with canaries beside it. Verdicts: ``runtime_error`` (launch or
+   device fault; a guard page turns an out-of-bounds access into one), ``sanitizer`` (a guard canary
+   changed: an out-of-bounds write), ``input_mutated``, ``unwritten_output``, ``mismatch`` (seed,
+   pattern, shape, index, got, want; also an error far above the baseline's own, whatever the spec's
+   tolerance: :func:`kernellsp.optimize.verify.correctness.error_budget`); the candidate runs a second
+   time with a different poison so reads of unwritten memory show; a degenerate (constant or all-zero)
+   or NaN reference refuses the check (``degenerate_reference``);
+4. ``sanitizer``: compute-sanitizer memcheck (racecheck where shared memory is used, synccheck where
+   barriers or warp primitives are, initcheck for host launchers) on every distinct shape, with exact
+   cudaMalloc sizes (``--alloc plain``); the loop's rounds may limit this to the smallest shape;
 5. timing: baseline and candidate alternate A B A B in separate processes, L2 flushed between
    repetitions, fresh inputs per repetition; every timed repetition must write all outputs
-   (``unwritten_output``); the bootstrap interval of the paired speedup must clear the minimum gain
-   (``not_faster``); a result faster than the DRAM roofline of the spec's footprint is refused as
+   (``unwritten_output``); the outputs of timed launches picked at random after they ran are compared
+   with the baseline's on the same inputs (``mismatch``: work skipped on launches it guessed were not
+   checked); the bootstrap interval of the paired speedup must clear the minimum gain (``not_faster``);
+   a time below the spec's bytes at this GPU's measured copy bandwidth (with a margin) is refused as
    ``suspect_speedup``.
 
 Every verdict records the GPU, driver, clocks and tool versions. The code under test never judges
@@ -26,6 +37,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
+import secrets
 import statistics
 import threading
 import time
@@ -68,13 +81,28 @@ class VerifyOptions:
     timeout_s: float = 120.0
     build_timeout_s: float = 240.0
     sanitize: bool = True
-    sanitizer_tools: tuple[str, ...] = ("memcheck", "racecheck")
+    #: compute-sanitizer tools, each run where it applies (racecheck: shared memory; synccheck: barriers
+    #: or warp primitives; initcheck: host launchers, whose scratch allocations nobody else initialises).
+    sanitizer_tools: tuple[str, ...] = ("memcheck", "racecheck", "synccheck", "initcheck")
+    #: Sanitize every distinct shape (the final verification); False: the smallest only (cheap rounds).
+    sanitize_all_shapes: bool = True
+    sanitizer_timeout_s: float = 300.0
     #: Sequential timing: the interval is looked at after each round from this one on (never before it),
     #: and timing stops once it clears the minimum gain or lies below it (:func:`timing.decision`).
     min_rounds: int = 3
     time_candidate: bool = True
     #: Skip correctness and sanitizer (A/A timing studies only; never used for acceptance).
     timing_only: bool = False
+    #: Structured input patterns checked beside the spec's distribution (one input set each, every shape).
+    patterns: tuple[str, ...] = ("spikes", "alternating", "ramp", "wide")
+    #: Error budget factor (:func:`kernellsp.optimize.verify.correctness.error_budget`); 0 turns it off.
+    error_budget: float = 10.0
+    #: Timed launches per candidate timing round whose outputs are compared with the baseline's.
+    check_launches: int = 2
+    #: A time this much below the spec's bytes at the measured copy bandwidth is ``suspect_speedup``.
+    bandwidth_margin: float = 1.25
+    #: The run seed all input seeds derive from; None draws one from the OS (the verdict records it).
+    run_seed: int | None = None
 
 
 @dataclass
@@ -122,6 +150,11 @@ class _Session:
         self.fetch_root: Path | None = None
         self.n = 0
         self.env: dict[str, Any] = {}
+        self.run_seed = 0
+        #: Seconds per phase (correctness, error budget, sanitizer, timing, launch checks): the gate's cost.
+        self.phase_s: dict[str, float] = {}
+        #: The candidate's static shared memory (from its first check run): decides whether racecheck applies.
+        self.cand_static_smem = 0
         #: Where the built harnesses are, relative to ``wd`` (each side builds in a directory of its own).
         self.exe_paths: dict[str, str] = {}
 
@@ -143,13 +176,15 @@ class _Session:
 
     def harness_run(self, exe: str, mode: str, shape: int, seed: int, poison: str = "nan",
                     reps: int | None = None, warmup: int | None = None, fresh: bool = False,
-                    wrapper: list[str] | None = None, dump_last: bool = False,
+                    wrapper: list[str] | None = None, dump_last: bool = False, sets: list[str] | None = None,
+                    check_launches: int = 0, alloc: str = "guard", timeout: float | None = None,
                     ) -> tuple[Any, harness.HarnessResult | None, str]:  # fmt: skip
         self.n += 1
         out = f"r{self.n:04d}"
         argv = harness.harness_argv(f"./{self.exe_paths.get(exe, exe)}", mode, out, shape=shape, seed=seed, reps=reps, warmup=warmup,  # type: ignore[arg-type]
-                                    poison=poison, fresh_inputs=fresh, dump_last=dump_last)  # type: ignore[arg-type]  # fmt: skip
-        res = self.run([*(wrapper or []), *argv])
+                                    poison=poison, fresh_inputs=fresh, dump_last=dump_last, sets=sets,  # type: ignore[arg-type]
+                                    check_launches=check_launches, alloc=alloc)  # type: ignore[arg-type]  # fmt: skip
+        res = self.run([*(wrapper or []), *argv], timeout=timeout)
         try:
             return res, self.result(out), out
         except harness.HarnessError:
@@ -229,6 +264,9 @@ def verify(
     env = {**env, "sandbox": box.to_dict()}
     session = _Session(runner, opts, cancel)
     session.env = env
+    # Every input seed of this verification derives from the run seed: drawn from the OS unless given
+    # (replay), recorded in the verdict, never visible to the code under test before it runs.
+    session.run_seed = opts.run_seed if opts.run_seed is not None else secrets.randbits(63)
     try:
         v = _verify_in(session, path, baseline, candidate, entry, bspec, bplan, cplan, opts, say)
     except RunnerError as exc:
@@ -244,6 +282,8 @@ def verify(
             raise VerifyError(str(exc)) from None
     finally:
         session.close()
+    v.details.setdefault("run_seed", session.run_seed)
+    v.details.setdefault("phase_seconds", session.phase_s)
     v.environment = env
     v.seconds = time.monotonic() - t0
     return v
@@ -284,35 +324,28 @@ def _verify_in(
                              nvcc_version=s.env.get("nvcc_version"), sources_key=key, timeout_s=opts.build_timeout_s,
                              cancel=s.cancel)  # fmt: skip
 
+    t_build = time.monotonic()
     with ThreadPoolExecutor(max_workers=2) as pool:
         futs = {k: pool.submit(build, k) for k in ("base", "cand")}
         built = {k: f.result() for k, f in futs.items()}
+    s.phase_s["build"] = time.monotonic() - t_build
     s.exe_paths = {"h_base": "base/h_base", "h_cand": "cand/h_cand"}
     if built["base"].returncode != 0:
         raise VerifyError(f"the baseline's harness does not build: {_first_line(built['base'].output)}")
     if built["cand"].returncode != 0:
         return _reject("compile_error", entry, f"the candidate does not compile: {_first_line(built['cand'].output)}",
                        compiler_output=built["cand"].output[-4000:])  # fmt: skip
-    outputs = bplan.outputs
-    n_shapes = len(bplan.shapes)
-    details: dict[str, Any] = {"checked": []}
+    details: dict[str, Any] = {"checked": [], "run_seed": s.run_seed, "phase_seconds": s.phase_s}
     if not opts.timing_only:
-        total = opts.seeds * n_shapes
-        k = 0
-        for seed in range(opts.seeds):
-            for shape in range(n_shapes):
-                k += 1
-                say(f"correctness: seed {seed}, shape {shape}", 10 + 50 * k / total)
-                v = _check_one(s, entry, outputs, bspec, seed, shape, details)
-                if v is not None:
-                    return v
-        # A second poison pattern: a candidate that reads memory it never wrote shows different outputs.
-        say("correctness: alternate poison", 62)
-        v = _check_one(s, entry, outputs, bspec, 0, 0, details, poison="alt")
+        t0 = time.monotonic()
+        v = _correctness(s, entry, bspec, bplan, opts, say, details)
+        s.phase_s["correctness"] = time.monotonic() - t0 - s.phase_s.get("error_budget", 0.0)
         if v is not None:
             return v
         if opts.sanitize:
-            v = _sanitize(s, entry, bplan, opts, say)
+            t0 = time.monotonic()
+            v = _sanitize(s, entry, cplan, opts, say, candidate, details)
+            s.phase_s["sanitizer"] = time.monotonic() - t0
             if v is not None:
                 return v
     if not opts.time_candidate:
@@ -320,50 +353,187 @@ def _verify_in(
     return _time(s, entry, bspec, bplan, opts, say, details)
 
 
-def _check_one(s: _Session, entry: str, outputs: list[Any], bspec: spec.BoundSpec, seed: int, shape: int,
-               details: dict[str, Any], poison: str = "nan") -> Verdict | None:  # fmt: skip
-    bres, bout, _ = s.harness_run("h_base", "check", shape, seed)
-    if bout is None or not bout.ok:
-        msg = bout.error if bout is not None else _first_line(bres.output)
-        raise VerifyError(f"the baseline fails on shape {shape}, seed {seed}: {msg}")
-    cres, cout, _ = s.harness_run("h_cand", "check", shape, seed, poison=poison)
-    where = {"seed": seed, "shape": shape, "sizes": bout.sizes, "poison": poison}
+def _derive(run_seed: int, k: int) -> int:
+    """The k-th input seed of a verification (63 bits: JSON- and command-line-friendly)."""
+    return harness.mix64((run_seed + (k + 1) * 0x9E3779B97F4A7C15) & (2**64 - 1)) >> 1
+
+
+def _patterns_apply(plan: harness.HarnessPlan) -> bool:
+    """Whether any input buffer draws from a range the structured patterns can use (uniform, normal, randint, default)."""
+    sp = plan.shapes[0]
+    for a in plan.inputs:
+        d = sp.dists.get(a.name)
+        if d is not None and a.dtype is not None and harness._pattern_applies(d, a.dtype) is not None:
+            return True
+    return False
+
+
+@dataclass
+class _Suspect:
+    """A comparison inside the tolerance but above the quick error budget: the baseline's own error decides."""
+
+    shape: int
+    set: str
+    buffer: str
+    dtype: str
+    error: float
+    base: harness.HarnessResult
+    base_index: int
+    where: dict[str, Any]
+
+
+def _describe_set(st: str) -> str:
+    seed, _, rest = st.partition(":")
+    if "@" in seed:
+        seed, _, launch = seed.partition("@")
+        return f"the inputs of timed launch {launch.removesuffix('+abs')} (seed {seed})"
+    pattern = rest.split("@")[0].removesuffix("+abs")
+    return f"seed {seed}" + (f", {pattern} pattern" if pattern else "")
+
+
+def _correctness(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.HarnessPlan, opts: VerifyOptions,
+                 say: Progress, details: dict[str, Any]) -> Verdict | None:  # fmt: skip
+    """Every shape (small edge shapes first: most wrong rewrites fail there, cheaply), all input sets in one
+    process per side; then the alternate poison on the main shape; then the error budget of near misses."""
+    spec_sets = [harness.input_set(_derive(s.run_seed, k)) for k in range(opts.seeds)]
+    patterns = [p for p in opts.patterns if p != "spec"]
+    if patterns and not _patterns_apply(plan):
+        details["patterns_skipped"] = "no input buffer draws from a range (uniform, normal, randint or the default)"
+        patterns = []
+    details["patterns"] = patterns
+    sets = spec_sets + [harness.input_set(_derive(s.run_seed, 100 + i), p) for i, p in enumerate(patterns)]
+    order = sorted(range(len(plan.shapes)), key=lambda i: (i == 0, sum(plan.shapes[i].counts.values()), i))
+    suspects: list[_Suspect] = []
+    main: harness.HarnessResult | None = None
+    for k, shape in enumerate(order):
+        say(f"correctness: shape {shape} ({len(sets)} input sets)", 10 + 50 * (k + 1) / len(order))
+        v, bout = _check_shape(s, entry, plan.outputs, bspec, shape, sets, len(spec_sets), details, opts, suspects)
+        if v is not None:
+            return v
+        if shape == 0:
+            main = bout
+    # A second poison pattern (outputs and shared memory): a candidate that reads memory it never wrote
+    # shows different outputs.
+    say("correctness: alternate poison", 62)
+    v, _ = _check_shape(s, entry, plan.outputs, bspec, 0, spec_sets[:1], 1, details, opts, suspects, base=main,
+                        poison="alt")  # fmt: skip
+    if v is not None:
+        return v
+    return _error_budget(s, entry, suspects, opts, details, say)
+
+
+def _check_shape(
+    s: _Session, entry: str, outputs: list[Any], bspec: spec.BoundSpec, shape: int, sets: list[str], n_spec: int,
+    details: dict[str, Any], opts: VerifyOptions, suspects: list[_Suspect], base: harness.HarnessResult | None = None,
+    poison: str = "nan",
+) -> tuple[Verdict | None, harness.HarnessResult | None]:  # fmt: skip
+    """The candidate against the baseline on every input set of one shape; ``base`` reuses a baseline run."""
+    bout = base
+    if bout is None:
+        bres, bout, _ = s.harness_run("h_base", "check", shape, 0, sets=sets)
+        if bout is None or not bout.ok:
+            msg = bout.error if bout is not None else _first_line(bres.output)
+            raise VerifyError(f"the baseline fails on shape {shape}: {msg}")
+    cres, cout, _ = s.harness_run("h_cand", "check", shape, 0, sets=sets, poison=poison)
+    where0 = {"shape": shape, "sizes": bout.sizes, "poison": poison}
     if cout is None:
-        return _reject("runtime_error", entry, f"the candidate crashed (exit {cres.returncode}) on shape {shape}, "
-                                               f"seed {seed}: {_first_line(cres.output, 3)}", **where)  # fmt: skip
+        return _reject("runtime_error", entry, f"the candidate crashed (exit {cres.returncode}) on shape {shape}: "
+                                               f"{_first_line(cres.output, 3)}", **where0), bout  # fmt: skip
     if not cout.ok:
-        return _reject("runtime_error", entry, f"the candidate failed on shape {shape}, seed {seed}: {cout.error}",
-                       **where)  # fmt: skip
-    mutated = cout.mutated_inputs()
-    if mutated:
-        return _reject("input_mutated", entry, f"the candidate wrote to input buffer(s) {', '.join(mutated)} "
-                                               f"(shape {shape}, seed {seed}); inputs must stay unchanged", buffers=mutated, **where)  # fmt: skip
-    refs = {a.name: (a.dtype, _bytes(bout, a.name)) for a in outputs}
-    # Degenerate references are judged on the main shape: tiny edge shapes (one column, one row) can
-    # legitimately give constant outputs, and they are still compared element by element.
-    problem = compare.reference_problem(refs) if shape == 0 else None
-    if problem is not None:
-        return _reject("degenerate_reference", entry, f"{problem} (shape {shape}, seed {seed})", **where)
-    unwritten = cout.unwritten_outputs()
-    base_unwritten = bout.unwritten_outputs()
-    extra = {k: v for k, v in unwritten.items() if v > base_unwritten.get(k, 0)}
-    if extra:
-        name, count = next(iter(extra.items()))
-        return _reject("unwritten_output", entry, f"the candidate left {count} element(s) of {name} unwritten "
-                                                  f"(shape {shape}, seed {seed}, poison {poison})", buffer=name,
-                       unwritten=count, **where)  # fmt: skip
-    for a in outputs:
-        bb = bout.buffer(a.name)
-        cb = cout.buffer(a.name)
-        if bb.digest is not None and bb.digest == cb.digest and poison == "nan":
+        hint = ""
+        if "IllegalAddress" in (cout.error or "") and cout.alloc.get("kind") == "guard":
+            hint = (" (every buffer ends at a guard page, so this is most likely an access out of bounds; "
+                    "compute-sanitizer memcheck names the line)")  # fmt: skip
+        return _reject("runtime_error", entry, f"the candidate failed on shape {shape}: {cout.error}{hint}",
+                       **where0), bout  # fmt: skip
+    if shape == 0 and cout.kernel_attrs:
+        s.cand_static_smem = int(cout.kernel_attrs.get("shared_static_bytes") or 0)
+    damage = cout.guard_damage()
+    if damage:
+        name, count = next(iter(damage.items()))
+        return _reject("sanitizer", entry, f"the candidate wrote {count} byte(s) just outside buffer {name} on shape "
+                                           f"{shape} (the canary beside its guard page changed): an out-of-bounds write",
+                       tool="guard", buffer=name, bytes=count, **where0), bout  # fmt: skip
+    for i, st in enumerate(sets):
+        bset, cset = bout.sets[i], cout.sets[i]
+        where = {**where0, "seed": bset.seed, "pattern": bset.pattern, "inputs": st}
+        what = _describe_set(st)
+        mutated = [n for n, b in cset.buffers.items() if b.mutated and not bset.buffers[n].mutated]
+        if mutated:
+            return _reject("input_mutated", entry, f"the candidate wrote to input buffer(s) {', '.join(mutated)} "
+                                                   f"(shape {shape}, {what}); inputs must stay unchanged",
+                           buffers=mutated, **where), bout  # fmt: skip
+        refs = {a.name: (a.dtype, bout.read_set_bytes(i, a.name)) for a in outputs}
+        # Degenerate references are judged on the main shape with the spec's distribution: tiny edge shapes
+        # (one column, one row) can legitimately give constant outputs and are still compared element by
+        # element; a structured pattern that makes this kernel's output constant is simply not informative.
+        problem = compare.reference_problem(refs) if shape == 0 or i >= n_spec else None
+        if problem is not None and i >= n_spec:
+            details.setdefault("skipped", []).append({**where, "why": problem})
             continue
-        tol = compare.resolve_tolerance(a.dtype, bspec.spec.tolerance)
-        mm = compare.compare(a.name, a.dtype, _bytes(cout, a.name), refs[a.name][1], tol)
-        if mm is not None:
-            return _reject("mismatch", entry, f"wrong result on shape {shape} ({_sizes(bout.sizes)}), seed {seed}: "
-                                              f"{mm.describe()}", buffer=a.name, index=mm.index, got=mm.got,
-                           want=mm.want, bad_elements=mm.bad_elements, norm_rel_err=mm.norm_rel_err, **where)  # fmt: skip
-    details["checked"].append(where)
+        if problem is not None and poison == "nan":
+            return _reject("degenerate_reference", entry, f"{problem} (shape {shape}, {what})", **where), bout
+        for a in outputs:
+            cu, bu = cset.buffers[a.name].unwritten or 0, bset.buffers[a.name].unwritten or 0
+            if cu > bu:
+                return _reject("unwritten_output", entry, f"the candidate left {cu} element(s) of {a.name} unwritten "
+                                                          f"(shape {shape}, {what}, poison {poison})", buffer=a.name,
+                               unwritten=cu, **where), bout  # fmt: skip
+        for a in outputs:
+            if poison == "nan" and cset.buffers[a.name].digest == bset.buffers[a.name].digest:
+                continue  # bit for bit the baseline's output
+            got = cout.read_set_bytes(i, a.name)
+            tol = compare.resolve_tolerance(a.dtype, bspec.spec.tolerance)
+            mm = compare.compare(a.name, a.dtype, got, refs[a.name][1], tol)
+            if mm is not None:
+                return _reject("mismatch", entry, f"wrong result on shape {shape} ({_sizes(bout.sizes)}), {what}: "
+                                                  f"{mm.describe()}", buffer=a.name, index=mm.index, got=mm.got,
+                               want=mm.want, bad_elements=mm.bad_elements, norm_rel_err=mm.norm_rel_err,
+                               **where), bout  # fmt: skip
+            err = compare.norm_rel_error(a.dtype, got, refs[a.name][1])
+            if not compare.within_quick_budget(a.dtype, err, opts.error_budget):
+                suspects.append(_Suspect(shape, st, a.name, a.dtype, err, bout, i, where))
+        details["checked"].append(where)
+    return None, bout
+
+
+def _error_budget(s: _Session, entry: str, suspects: list[_Suspect], opts: VerifyOptions, details: dict[str, Any],
+                  say: Progress) -> Verdict | None:  # fmt: skip
+    """Results within the tolerance but more than the quick budget off: measure the baseline's own error on
+    those inputs (three more launches: run-to-run spread; one on |x|: conditioning) and refuse an error
+    far above it (:func:`kernellsp.optimize.verify.correctness.error_budget`)."""
+    if not suspects or opts.error_budget <= 0:
+        return None
+    t0 = time.monotonic()
+    say("error budget: the baseline's own error on the closest calls", 64)
+    try:
+        for shape in sorted({x.shape for x in suspects}):
+            mine = [x for x in suspects if x.shape == shape]
+            uniq = list(dict.fromkeys(x.set for x in mine))
+            sets = [t for u in uniq for t in (u, u, u, u + "+abs")]
+            bres, bout, _ = s.harness_run("h_base", "check", shape, 0, sets=sets)
+            if bout is None or not bout.ok:
+                msg = bout.error if bout is not None else _first_line(bres.output)
+                raise VerifyError(f"the baseline fails on shape {shape} (error budget): {msg}")
+            for x in mine:
+                k = 4 * uniq.index(x.set)
+                ref = x.base.read_set_bytes(x.base_index, x.buffer)
+                spread = max(compare.norm_rel_error(x.dtype, bout.read_set_bytes(k + r, x.buffer), ref) for r in range(3))
+                ref_norm = compare.norm(x.dtype, ref)
+                cond = compare.norm(x.dtype, bout.read_set_bytes(k + 3, x.buffer)) / ref_norm if ref_norm > 0 else 1.0
+                budget = compare.error_budget(x.dtype, cond, spread, opts.error_budget)
+                row = {**x.where, "buffer": x.buffer, "error": x.error, "spread": spread, "conditioning": cond,
+                       "budget": budget}  # fmt: skip
+                details.setdefault("error_budget", []).append(row)
+                if x.error > budget:
+                    own = max(spread, (compare.budget_floor(x.dtype) or 0.0) * max(1.0, cond))
+                    return _reject("mismatch", entry, f"{x.buffer} is {x.error:.3g} off the reference (norm-relative) on "
+                                   f"shape {x.shape}, {_describe_set(x.set)}: {x.error / own:.0f}x the baseline's own "
+                                   f"error ({own:.3g}; run-to-run spread {spread:.3g}, conditioning {cond:.3g}), above "
+                                   f"the error budget of {opts.error_budget:g}x: approximated or skipped work, even "
+                                   "inside the spec's tolerance", reason="error_budget", **row)  # fmt: skip
+    finally:
+        s.phase_s["error_budget"] = s.phase_s.get("error_budget", 0.0) + time.monotonic() - t0
     return None
 
 
@@ -371,28 +541,90 @@ def _sizes(sizes: dict[str, Any] | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in (sizes or {}).items())
 
 
-def _sanitize(s: _Session, entry: str, plan: harness.HarnessPlan, opts: VerifyOptions, say: Progress) -> Verdict | None:
+#: Whether a compute-sanitizer binary knows --padding (asked once per path: ``--help``).
+_SANITIZER_PADDING: dict[str, bool] = {}
+_SYNC_TOKENS = re.compile(r"sync|barrier")
+
+
+def _sanitizer_plan(plan: harness.HarnessPlan, opts: VerifyOptions, candidate: str,
+                    static_smem: int) -> list[tuple[int, list[str]]]:  # fmt: skip
+    """(shape, tools) to run: every distinct shape (or the smallest), each tool where it can find something.
+
+    memcheck always; racecheck (shared-memory hazards) when the kernel has shared memory or is a host
+    launcher (whose kernels we cannot see); synccheck when the candidate names a barrier or a ``*_sync``
+    warp primitive; initcheck for host launchers (scratch they allocate is the only global memory the
+    harness does not initialise: inputs are filled and outputs poisoned before every launch).
+    """
+    seen: dict[str, int] = {}
+    for sp in plan.shapes:
+        seen.setdefault(json.dumps(sp.sizes, sort_keys=True), sp.index)
+    shapes = sorted(seen.values(), key=lambda i: (sum(plan.shapes[i].counts.values()), i))
+    if not opts.sanitize_all_shapes:
+        shapes = shapes[:1]
+    host = plan.kind == "host"
+    out = []
+    for i in shapes:
+        tools = []
+        for t in opts.sanitizer_tools:
+            if t == "racecheck" and not (host or static_smem > 0 or (plan.shapes[i].smem or 0) > 0):
+                continue
+            if t == "synccheck" and not _SYNC_TOKENS.search(candidate):
+                continue
+            if t == "initcheck" and not host:
+                continue
+            tools.append(t)
+        out.append((i, tools))
+    return out
+
+
+def _sanitize(s: _Session, entry: str, plan: harness.HarnessPlan, opts: VerifyOptions, say: Progress,
+              candidate: str, details: dict[str, Any]) -> Verdict | None:  # fmt: skip
     tool = s.runner.which("compute-sanitizer")
     if tool is None:
         return _reject("sanitizer_unavailable", entry, "compute-sanitizer is not installed on the runner, so the "
                        "candidate cannot be accepted (it ships with the CUDA toolkit; put it on PATH)")  # fmt: skip
-    # The smallest declared shape keeps the sanitizers fast; edge shapes are where bugs hide anyway.
-    shape = min(range(len(plan.shapes)), key=lambda i: sum(plan.shapes[i].counts.values()))
-    for t in opts.sanitizer_tools:
-        say(f"compute-sanitizer {t}", 70)
-        wrapper = [tool, "--tool", t, "--error-exitcode", "86", "--print-limit", "5"]
-        if t == "memcheck":
-            wrapper += ["--leak-check", "no"]
-        res, out, _ = s.harness_run("h_cand", "check", shape, 1, wrapper=wrapper)
-        text = res.output
-        if res.returncode == 86 or ("ERROR SUMMARY: 0 errors" not in text and "ERROR SUMMARY" in text):
-            first = next((ln.strip() for ln in text.splitlines() if ln.startswith("========= ") and
-                          ("Invalid" in ln or "hazard" in ln.lower() or "Error" in ln)), _first_line(text, 2))  # fmt: skip
-            return _reject("sanitizer", entry, f"compute-sanitizer {t} found errors on shape {shape}: {first}",
-                           tool=t, shape=shape, report=text[-4000:])  # fmt: skip
-        if out is None or not out.ok:
-            return _reject("runtime_error", entry, f"the candidate failed under compute-sanitizer {t}: "
-                           f"{out.error if out else _first_line(text, 3)}", tool=t)  # fmt: skip
+    if tool not in _SANITIZER_PADDING:
+        try:
+            _SANITIZER_PADDING[tool] = "--padding" in s.run([tool, "--help"], gpu=False, timeout=60).output
+        except RunnerError:
+            _SANITIZER_PADDING[tool] = False
+    runs = _sanitizer_plan(plan, opts, candidate, s.cand_static_smem)
+    details["sanitizer"] = []
+    total = sum(len(tools) for _, tools in runs)
+    k = 0
+    for shape, tools in runs:
+        for t in tools:
+            k += 1
+            say(f"compute-sanitizer {t}, shape {shape}", 66 + 8 * k / max(total, 1))
+            wrapper = [tool, "--tool", t, "--error-exitcode", "86", "--print-limit", "5"]
+            if t == "memcheck":
+                wrapper += ["--leak-check", "no"]
+                if _SANITIZER_PADDING[tool]:
+                    # Allocations side by side would hide an overflow into the next one: memcheck pads them.
+                    wrapper += ["--padding", "4096"]
+            t0 = time.monotonic()
+            # --alloc plain: exact cudaMalloc sizes, so memcheck sees an access even one byte past the end.
+            try:
+                res, out, _ = s.harness_run("h_cand", "check", shape, 0, wrapper=wrapper, alloc="plain",
+                                            sets=[harness.input_set(_derive(s.run_seed, 200 + shape))],
+                                            timeout=opts.sanitizer_timeout_s)  # fmt: skip
+            except RunnerError as exc:
+                if exc.kind == "timeout":
+                    return _reject("timeout", entry, f"compute-sanitizer {t} did not finish on shape {shape} within "
+                                   f"{opts.sanitizer_timeout_s:g} s; the candidate cannot be accepted unchecked",
+                                   tool=t, shape=shape)  # fmt: skip
+                raise
+            details["sanitizer"].append({"tool": t, "shape": shape, "seconds": round(time.monotonic() - t0, 3)})
+            text = res.output
+            if res.returncode == 86 or ("ERROR SUMMARY: 0 errors" not in text and "ERROR SUMMARY" in text):
+                first = next((ln.strip() for ln in text.splitlines() if ln.startswith("========= ") and
+                              ("Invalid" in ln or "hazard" in ln.lower() or "Error" in ln or "Uninitialized" in ln
+                               or "Barrier" in ln)), _first_line(text, 2))  # fmt: skip
+                return _reject("sanitizer", entry, f"compute-sanitizer {t} found errors on shape {shape}: {first}",
+                               tool=t, shape=shape, report=text[-4000:])  # fmt: skip
+            if out is None or not out.ok:
+                return _reject("runtime_error", entry, f"the candidate failed under compute-sanitizer {t} on shape "
+                               f"{shape}: {out.error if out else _first_line(text, 3)}", tool=t, shape=shape)  # fmt: skip
     return None
 
 
@@ -405,7 +637,11 @@ def _time(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.HarnessP
     # Buffers the baseline itself leaves partly unwritten (kernels that write a sub-range) are not held
     # against the candidate.
     base_partial: set[str] = set()
-    last: dict[str, harness.HarnessResult] = {}
+    t_timing = time.monotonic()
+    # The candidate's runs keep the outputs of a few timed launches, picked at random after they ran
+    # (the harness decides with OS entropy, so no launch can know it will be compared).
+    checked: list[harness.HarnessResult] = []
+    bandwidths: list[float] = []
     # Sequential testing: from round min_rounds on, the interval is looked at after every round, each look
     # at a level that keeps the overall error at 5% (timing.look_confidence); timing stops once it clears
     # the minimum gain or lies wholly below it. Rounds after the first scale their repetitions to the
@@ -417,19 +653,19 @@ def _time(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.HarnessP
         for who in ("base", "cand"):
             say(f"timing round {r + 1}/{opts.rounds}: {'baseline' if who == 'base' else 'candidate'}",
                 75 + 24 * (r + (who == "cand") / 2) / opts.rounds)  # fmt: skip
-            # The first round keeps the outputs of its last launch (every round is a fresh process with the
-            # same launches, and the first is the one every verification runs, however early it stops).
-            last_round = r == 0
-            res, out, _ = s.harness_run(f"h_{who}", "time", 0, 100 + r, reps=reps, warmup=warmup, fresh=True,
-                                        dump_last=last_round and not opts.timing_only)  # fmt: skip
+            keep = opts.check_launches if who == "cand" and not opts.timing_only else 0
+            res, out, _ = s.harness_run(f"h_{who}", "time", 0, _derive(s.run_seed, 1000 + r), reps=reps,
+                                        warmup=warmup, fresh=True, check_launches=keep)  # fmt: skip
             if out is None or not out.ok:
                 msg = out.error if out is not None else _first_line(res.output, 3)
                 if who == "base":
                     raise VerifyError(f"timing the baseline failed: {msg}")
                 return _reject("runtime_error", entry, f"the candidate failed while being timed: {msg}")
             device = device or out.device
-            if last_round and not opts.timing_only:
-                last[who] = out
+            if keep:
+                checked.append(out)
+            if out.copy_bandwidth:
+                bandwidths.append(out.copy_bandwidth)
             ts = out.timings_ms if kernel_entry else out.timings_sync_ms
             raw[who].append({"timings_ms": out.timings_ms, "timings_sync_ms": out.timings_sync_ms})
             rounds[who].append(ts)
@@ -449,26 +685,39 @@ def _time(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.HarnessP
             look = timing.paired_speedup(rounds["base"], rounds["cand"], confidence=confidence)
             if timing.decision(look, opts.min_gain_pct) != "continue":
                 break
-    # The last timed launch must still compute the answer: a candidate that does the work once and
-    # skips it on later launches (state kept in shared memory, the heap or an inout buffer) fails here.
-    if "base" in last and "cand" in last:
-        for a in plan.outputs:
-            tol = compare.resolve_tolerance(a.dtype or "f32", bspec.spec.tolerance)
-            mm = compare.compare(a.name, a.dtype or "f32", last["cand"].read_bytes(a.name), last["base"].read_bytes(a.name), tol)
-            if mm is not None:
-                return _reject("mismatch", entry, "after repeated launches during timing the candidate's output is wrong "
-                               f"(work skipped or state kept between launches): {mm.describe()}", buffer=a.name,
-                               index=mm.index, got=mm.got, want=mm.want, phase="timing")  # fmt: skip
+    s.phase_s["timing"] = time.monotonic() - t_timing
     stats = timing.paired_speedup(rounds["base"], rounds["cand"], confidence=confidence)
     v = Verdict("not_faster", False, "", entry, details=details, stats=stats.to_dict(),
                 timings={"rounds": raw, "kernel_entry": kernel_entry})  # fmt: skip
     from kernellsp.profile.ncu import footprint_bytes
 
-    floor = timing.roofline_floor_ms(footprint_bytes(bspec), timing.peak_dram_bandwidth(device))
+    # The floor: the bytes the spec says the entry must move (inputs read once, outputs written once) at
+    # this GPU's measured copy bandwidth (never above its theoretical peak).
+    peak = timing.peak_dram_bandwidth(device)
+    measured = float(sorted(bandwidths)[len(bandwidths) // 2]) if bandwidths else None
+    bw = min(x for x in (measured, peak) if x) if (measured or peak) else None
+    floor = timing.roofline_floor_ms(footprint_bytes(bspec), bw)
     if floor is not None:
         v.details["roofline_floor_ms"] = floor
+        v.details["copy_bandwidth_bytes_per_s"] = measured
+        v.details["peak_dram_bandwidth_bytes_per_s"] = peak
         v.details["candidate_pct_of_roofline"] = 100.0 * floor / stats.candidate_median_ms
         v.details["baseline_pct_of_roofline"] = 100.0 * floor / stats.baseline_median_ms
+    limit = floor / opts.bandwidth_margin if floor is not None else 0.0
+    suspect = stats.candidate_median_ms < limit
+    if suspect and stats.baseline_median_ms < limit:
+        # The baseline itself moves less than the spec says (a sub-range, early exits): the floor does not hold.
+        v.details["roofline_floor_unreliable"] = "the baseline is faster than the floor: it moves fewer bytes than the spec declares"
+        suspect = False
+    if checked and (suspect or timing.accepts(stats, opts.min_gain_pct)):
+        # Only a winner needs it: the outputs of the randomly picked timed launches against the baseline's
+        # on the same inputs. A candidate that skips work on launches it guesses are not checked fails here.
+        t0 = time.monotonic()
+        say("checking the outputs of randomly picked timed launches", 99)
+        mv = _check_timed_launches(s, entry, bspec, plan, checked, opts, details)
+        s.phase_s["launch_checks"] = time.monotonic() - t0
+        if mv is not None:
+            return mv
     gap_base = _median_gap(raw["base"])
     gap_cand = _median_gap(raw["cand"])
     if kernel_entry and gap_cand > max(0.05, 3 * gap_base + 0.02):
@@ -476,10 +725,13 @@ def _time(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.HarnessP
         v.message = (f"the candidate's device work continues {gap_cand:.3f} ms past its launch (baseline {gap_base:.3f} ms): "
                      "work outside the timed window is not allowed")  # fmt: skip
         return v
-    if floor is not None and stats.candidate_median_ms < 0.9 * floor:
+    if suspect:
+        assert floor is not None and bw is not None
         v.kind = "suspect_speedup"
-        v.message = (f"the candidate ({stats.candidate_median_ms:.4f} ms) beats the DRAM roofline floor of "
-                     f"{floor:.4f} ms for the spec's footprint: physically implausible, refused")  # fmt: skip
+        v.message = (f"the candidate ({stats.candidate_median_ms:.4f} ms) is {floor / stats.candidate_median_ms:.2f}x "
+                     f"faster than moving the spec's {footprint_bytes(bspec) or 0:,} bytes at this GPU's copy bandwidth "
+                     f"({bw / 1e9:.0f} GB/s: {floor:.4f} ms): it cannot have read its inputs and written its outputs; "
+                     "refused")  # fmt: skip
         return v
     if timing.accepts(stats, opts.min_gain_pct):
         v.kind, v.accepted = "accepted", True
@@ -489,6 +741,48 @@ def _time(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.HarnessP
         v.message = (f"not measurably faster: speedup {stats.speedup:.3f}x, {100 * stats.confidence:.0f}% CI "
                      f"{stats.ci_low:.3f}–{stats.ci_high:.3f} does not clear the {opts.min_gain_pct:g}% minimum gain")  # fmt: skip
     return v
+
+
+def _check_timed_launches(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.HarnessPlan,
+                          runs: list[harness.HarnessResult], opts: VerifyOptions, details: dict[str, Any]) -> Verdict | None:  # fmt: skip
+    """Compare the snapshots of the candidate's timed launches with the baseline on the same inputs.
+
+    Time mode draws the inputs of launch K of a run with ``--seed S`` on the device from
+    ``launch_seed(S, K)``; the baseline reproduces them with the input set ``S@K`` (one process for all).
+    """
+    snaps = [(run, sn) for run in runs for sn in run.snapshots]
+    if not snaps:
+        return None
+    sets = [harness.input_set(run.seed, launch=sn.launch) for run, sn in snaps]
+    bres, bout, _ = s.harness_run("h_base", "check", 0, 0, sets=sets)
+    if bout is None or not bout.ok:
+        msg = bout.error if bout is not None else _first_line(bres.output)
+        raise VerifyError(f"the baseline fails on the inputs of the timed launches: {msg}")
+    details["launches_checked"] = [{"seed": run.seed, "launch": sn.launch} for run, sn in snaps]
+    suspects: list[_Suspect] = []
+    for i, (run, sn) in enumerate(snaps):
+        where = {"shape": 0, "seed": run.seed, "launch": sn.launch, "inputs": sets[i], "phase": "timing"}
+        for a in plan.outputs:
+            assert a.dtype is not None
+            got = run.read_snapshot_bytes(sn.index, a.name)
+            want = bout.read_set_bytes(i, a.name)
+            cu, bu = sn.buffers[a.name].unwritten or 0, bout.sets[i].buffers[a.name].unwritten or 0
+            if cu > bu:
+                return _reject("unwritten_output", entry, f"timed launch {sn.launch} (picked at random after it ran) left "
+                                                          f"{cu} element(s) of {a.name} unwritten: work skipped on "
+                                                          "launches it guessed were not checked", buffer=a.name,
+                               unwritten=cu, **where)  # fmt: skip
+            tol = compare.resolve_tolerance(a.dtype, bspec.spec.tolerance)
+            mm = compare.compare(a.name, a.dtype, got, want, tol)
+            if mm is not None:
+                return _reject("mismatch", entry, f"timed launch {sn.launch} (picked at random after it ran) computed a "
+                                                  f"wrong result: {mm.describe()}; every timed launch must do the work",
+                               buffer=a.name, index=mm.index, got=mm.got, want=mm.want, **where)  # fmt: skip
+            err = compare.norm_rel_error(a.dtype, got, want)
+            if not compare.within_quick_budget(a.dtype, err, opts.error_budget):
+                # The snapshot is the candidate's side; the reference is the baseline's set i of this run.
+                suspects.append(_Suspect(0, sets[i], a.name, a.dtype, err, bout, i, where))
+    return _error_budget(s, entry, suspects, opts, details, lambda _m, _p: None)
 
 
 def _median_gap(rounds: list[dict[str, Any]]) -> float:
