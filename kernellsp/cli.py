@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+import typer.core
 from rich.console import Console
 from rich.markup import escape
 
@@ -32,6 +33,25 @@ app = typer.Typer(
 )
 rules_app = typer.Typer(help="List the rule matrix or show one rule.", invoke_without_command=True)
 app.add_typer(rules_app, name="rules")
+
+_option_type = typer.core.TyperOption.display_type_rich
+
+
+def _flag_type(self: typer.core.TyperOption, ctx: Any) -> str | None:
+    # Typer's help prints "<bool>" beside every flag (--no-cache, --help); a flag takes no value, so none is shown.
+    return None if self.is_flag else _option_type(self, ctx)
+
+
+typer.core.TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign]
+_argument_type = typer.core.TyperArgument.display_type_rich
+
+
+def _named_argument_type(self: typer.core.TyperArgument, ctx: Any) -> str | None:
+    # An argument given a metavar (PATH) is described by it; "<list[Path]>" beside it adds nothing.
+    return None if self.metavar is not None else _argument_type(self, ctx)
+
+
+typer.core.TyperArgument.display_type_rich = _named_argument_type  # type: ignore[method-assign,assignment]
 
 # soft_wrap: never re-wrap messages at the console width (paths and CI logs must stay on one line).
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -75,10 +95,11 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 @app.command()
 def check(
-    paths: Annotated[list[Path], typer.Argument(help="CUDA files or directories.", show_default=False)],
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH", help="CUDA files (.cu, .cuh) or folders.",
+                                                show_default=False)],
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.text,
-    arch: Annotated[str | None, typer.Option(help="Target architecture for the build (sm_90, sm_80, ...; "
-                                                  "default: the `arch` setting, sm_90).")] = None,
+    arch: Annotated[str | None, typer.Option(metavar="SM", help="Target architecture for the build (sm_90, sm_100a, "
+                                                  "...; default: the `arch` setting, sm_90).")] = None,
     fail_on: Annotated[FailOn, typer.Option(help="Lowest severity that makes the exit code 1.")] = FailOn.info,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild even if the content hash is cached.")] = False,
     no_build: Annotated[bool, typer.Option("--no-build", help="Source-level rules only; do not run nvcc.")] = False,
@@ -103,11 +124,9 @@ def check(
 ) -> None:
     """Report static findings (registers, spills, occupancy, hazards) for CUDA files.
 
-    Include folders and defines come from compile_commands.json (the nearest one above each file, or
-    build/compile_commands.json), the include_dirs/defines/extra_flags settings and -I/-D. A finding is
-    silenced on its line by a comment `// kernellsp: ignore[KL404]` there or on the line above
-    (`// kernellsp: ignore-file[KL004]`: the whole file), and project-wide by select/ignore in
-    kernellsp.toml [settings].
+    Include folders and defines come from compile_commands.json (the nearest one above each file, or build/compile_commands.json), then the include_dirs, defines and extra_flags settings, then -I and -D.
+
+    Silence a finding with a comment on its line or the line above, `// kernellsp: ignore[KL404]` (`ignore-file[KL004]`: the whole file), or project-wide with select/ignore in the settings of kernellsp.toml.
     """
     from kernellsp.build.toolchain import arch_problem, normalise_arch
     from kernellsp.check import CheckError, CheckOptions, check_paths
@@ -192,6 +211,48 @@ def _settings(anchor: Path, gpu_host: str | None = None) -> Settings:
         return load_settings(find_workspace_root(anchor), {"gpu_host": gpu_host} if gpu_host else None)
     except SettingsError as exc:
         raise _fail(str(exc)) from None
+
+
+def _json_format(output_format: OutputFormat, json_flag: bool, command: str) -> bool:
+    """``--format json`` (or the older ``--json``) for commands that print text or JSON; sarif is refused."""
+    if output_format == OutputFormat.sarif:
+        raise _fail(f"--format sarif: {command} prints text or json (sarif is check's)")
+    return json_flag or output_format == OutputFormat.json
+
+
+def _no_runner(message: str) -> Any:
+    """A runner for a host without a GPU: the steps that need none run, the first that needs one stops with
+    ``message`` (why there is no GPU and how to get one)."""
+    import threading
+
+    from kernellsp.run.runner import Runner, RunnerError, RunResult
+
+    class NoRunner(Runner):
+        name = "no GPU"
+
+        def _refuse(self) -> RunnerError:
+            return RunnerError("no_gpu", message)
+
+        def new_workdir(self) -> str:
+            raise self._refuse()
+
+        def put(self, files: dict[str, bytes], workdir: str) -> None:
+            raise self._refuse()
+
+        def get(self, workdir: str, rel_paths: list[str], dest: Path) -> list[Path]:
+            raise self._refuse()
+
+        def run(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None = None,
+                env: dict[str, str] | None = None, gpu_lock: bool = False) -> RunResult:  # fmt: skip
+            raise self._refuse()
+
+        def which(self, tool: str) -> str | None:
+            raise self._refuse()
+
+        def cleanup(self, workdir: str) -> None:
+            return None
+
+    return NoRunner()
 
 
 def _make_runner(settings: Settings) -> tuple[object | None, str | None]:
@@ -415,7 +476,8 @@ def optimize(
     file: Annotated[Path, typer.Argument(help="A CUDA file with a launch spec.", show_default=False)],
     kernel: Annotated[str | None, typer.Option("--kernel", "-k", help="The spec'd entry to optimize.")] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Write the verified winner (a backup is kept).")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
+    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="text or json.")] = OutputFormat.text,
+    json_out: Annotated[bool, typer.Option("--json", hidden=True, help="The same as --format json.")] = False,
     rounds: Annotated[int | None, typer.Option(min=1, help="Rounds of proposals.")] = None,
     candidates: Annotated[int | None, typer.Option(min=1, help="Candidates per round.")] = None,
     proposer: Annotated[str, typer.Option(help="auto (recipes, then the LLM if configured, then the tuner), "
@@ -448,6 +510,7 @@ def optimize(
     from kernellsp.run.runner import Runner, RunnerError
     from kernellsp.source.spec import find_workspace_root
 
+    json_out = _json_format(output_format, json_out, "optimize")
     if proposer not in ("auto", "recipes", "tuner", "llm"):
         raise _fail(f"--proposer {proposer}: expected auto, recipes, tuner or llm")
     text = _read_cuda(file)
@@ -547,7 +610,8 @@ def verify(
     file: Annotated[Path, typer.Argument(help="The baseline CUDA file (with a launch spec).", show_default=False)],
     candidate: Annotated[Path, typer.Option("--candidate", "-c", help="The rewrite to check.")],
     kernel: Annotated[str | None, typer.Option("--kernel", "-k", help="The spec'd entry.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
+    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="text or json.")] = OutputFormat.text,
+    json_out: Annotated[bool, typer.Option("--json", hidden=True, help="The same as --format json.")] = False,
     seeds: Annotated[int, typer.Option(min=1, help="Input seeds for the correctness gate.")] = 3,
     min_gain: Annotated[float | None, typer.Option(help="Minimum verified gain in percent (default: the "
                                                         "`min_gain_pct` setting, 2).")] = None,
@@ -562,6 +626,7 @@ def verify(
     from kernellsp.optimize.verify.gate import verify as run_verify
     from kernellsp.run.runner import Runner, RunnerError
 
+    json_out = _json_format(output_format, json_out, "verify")
     text = _read_cuda(file)
     ctext = _read_cuda(candidate)
     entry = _pick_entry(file, text, kernel)
@@ -569,7 +634,9 @@ def verify(
     min_gain = settings.min_gain_pct if min_gain is None else min_gain
     runner, problem = _make_runner(settings)
     if runner is None:
-        raise _fail(f"cannot verify: {problem}")
+        # Without a GPU the gates that need none still run first (scope, the candidate's spec and launch): a
+        # candidate without the kernel is a scope_violation here too, not "no GPU".
+        runner = _no_runner(f"cannot verify: {problem}")
     assert isinstance(runner, Runner)
     try:
         if err_console.is_terminal and not json_out:
@@ -589,8 +656,11 @@ def verify(
     else:
         typer.echo(f"{v.kind}: {v.message}")
         env = v.environment
-        typer.echo(f"  on {env.get('gpu', '?')} (driver {env.get('driver', '?')}, nvcc {env.get('nvcc_version', '?')}, "
-                   f"ncu {env.get('ncu_version', '?')}), {v.seconds:.1f} s")  # fmt: skip
+        if not env.get("gpu"):
+            typer.echo(f"  decided before any GPU work (scope and launch checks), {v.seconds:.1f} s")
+        else:
+            typer.echo(f"  on {env.get('gpu', '?')} (driver {env.get('driver', '?')}, nvcc {env.get('nvcc_version', '?')}, "
+                       f"ncu {env.get('ncu_version', '?')}), {v.seconds:.1f} s")  # fmt: skip
         box = env.get("sandbox")
         if isinstance(box, dict) and box.get("summary"):
             typer.echo(f"  {box['summary']}")
@@ -626,9 +696,12 @@ def replay(bundle: Annotated[Path, typer.Argument(help="An evidence bundle direc
     from kernellsp.optimize.verify.gate import VerifyError
     from kernellsp.run.runner import Runner, RunnerError
 
+    if not bundle.is_dir():
+        raise _fail(f"{bundle}: no such evidence bundle (optimize prints its folder, under .kernellsp/runs/)")
     runner, problem = _make_runner(_settings(bundle, gpu_host))
     if runner is None:
-        raise _fail(f"cannot replay: {problem}")
+        # The bundle and the scope gate are checked without a GPU first; the GPU gates then say why not.
+        runner = _no_runner(f"cannot replay: {problem}")
     assert isinstance(runner, Runner)
     try:
         v, recorded = run_replay(bundle, runner)
@@ -700,8 +773,11 @@ def rules_show(code: Annotated[str, typer.Argument(help="Rule code, e.g. KL101."
 
 @app.command()
 def doctor() -> None:
-    """Report nvcc, ptxas, nvdisasm, ncu, the GPU, counter permission and LLM settings, with fixes."""
-    from kernellsp.doctor import run_checks
+    """Report nvcc, ptxas, nvdisasm, ncu, the GPU, counter permission, the settings, arch and LLM, with fixes.
+
+    Exit 0 when everything is there, 1 when something optional is missing ([MISS]: profiling, verification or the LLM cannot run here), 2 when kernellsp cannot check files (no nvcc, a broken kernellsp.toml, an arch the installed nvcc does not build).
+    """
+    from kernellsp.doctor import exit_code, run_checks
     from kernellsp.source.spec import find_workspace_root
 
     checks = run_checks(find_workspace_root(Path.cwd()))
@@ -710,7 +786,7 @@ def doctor() -> None:
         typer.echo(f"[{mark[c.status]}] {c.name:<18} {c.detail}")
         if c.fix and c.status != "ok":
             typer.echo(f"       fix: {c.fix}")
-    raise typer.Exit(1 if any(c.required and c.status != "ok" for c in checks) else 0)
+    raise typer.Exit(exit_code(checks))
 
 
 cache_app = typer.Typer(help="Manage the content-hash cache.")

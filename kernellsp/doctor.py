@@ -1,7 +1,10 @@
 """``doctor``: what this machine can do for kernellsp, and how to fix what is missing.
 
 Each check is a :class:`Check` with a status (``ok``, ``missing``, ``warn``), what was found, and
-the fix. The CLI prints them; the language server logs them at start-up.
+the fix. The CLI prints them and exits by :func:`exit_code`: 0 when everything is there, 1 when
+something optional is missing (profiling, verification or the LLM cannot run here), 2 when kernellsp
+cannot do its basic job (no nvcc, or settings it cannot use: a broken kernellsp.toml, an arch nvcc does
+not build). The language server logs them at start-up.
 """
 
 from __future__ import annotations
@@ -80,7 +83,7 @@ def run_checks(workspace: Path | None = None) -> list[Check]:
         settings: Settings | None = load_settings(workspace)
     except SettingsError as exc:
         settings = None
-        checks.append(Check("settings", "missing", str(exc), "fix the named setting"))
+        checks.append(Check("settings", "missing", str(exc), "correct the file or the setting named above", required=True))
     if settings is not None:
         llm = settings.llm
         if not llm.configured:
@@ -92,10 +95,25 @@ def run_checks(workspace: Path | None = None) -> list[Check]:
                                 f"export {llm.api_key_env}=... (or set llm.api_key_env to the variable that holds the key)"))  # fmt: skip
         else:
             checks.append(Check("llm", "ok", f"{llm.model} at {llm.base_url} (key in ${llm.api_key_env})"))
+        problem = toolchain.arch_problem(settings.arch)
+        if problem is None:
+            checks.append(Check("arch", "ok", toolchain.normalise_arch(settings.arch), required=True))
+        else:
+            origin = "KERNELLSP_ARCH" if os.environ.get("KERNELLSP_ARCH") else "the arch setting"
+            checks.append(Check("arch", "missing", f"{origin} {settings.arch!r}: {problem}",
+                                "set arch (kernellsp.toml [settings], KERNELLSP_ARCH or the editor's kernellsp.arch) "
+                                "to one nvcc builds, e.g. sm_90", required=True))  # fmt: skip
         runner = settings.runner if not settings.gpu_host else f"ssh {settings.gpu_host}"
-        checks.append(Check("runner", "ok", f"{runner}, arch {settings.arch}"))
+        checks.append(Check("runner", "ok", runner))
     checks.extend(sandbox_checks(settings.gpu_host if settings is not None else None))
     return checks
+
+
+def exit_code(checks: list[Check]) -> int:
+    """2: a required check failed (no nvcc, unusable settings); 1: an optional one is missing; 0: all there."""
+    if any(c.required and c.status == "missing" for c in checks):
+        return 2
+    return 1 if any(c.status == "missing" for c in checks) else 0
 
 
 def sandbox_checks(gpu_host: str | None = None) -> list[Check]:

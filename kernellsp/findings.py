@@ -57,6 +57,11 @@ class Finding(BaseModel):
         return (self.path, self.range.start_line, self.range.start_col, self.code)
 
 
+def counted(n: int, noun: str) -> str:
+    """``1 finding``, ``2 findings``, ``0 files``: a count with its noun in the right number."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def line_range(line: int, text_line: str | None = None) -> Range:
     """The range of a whole source line, without its leading indentation."""
     if text_line is None:

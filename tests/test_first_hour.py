@@ -330,3 +330,86 @@ def test_kl403_and_kl401_on_good_code(tmp_path: Path, monkeypatch: pytest.Monkey
     write(tmp_path / "red2.cu", src.replace("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] * 0.1 + y[i];"))
     got2 = [c for _, _, c, _ in findings(invoke("check", "red2.cu", "--ignore", "KL004,KL403"))]
     assert got2 == ["KL401"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Item 6: doctor's exit code and arch; replay and verify check what the CPU can before asking for a GPU
+
+
+def test_doctor_exit_codes_and_a_bad_arch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KERNELLSP_ARCH", "banana")
+    result = invoke("doctor")
+    arch = next(ln for ln in result.stdout.splitlines() if ln.startswith("[") and "] arch " in ln)
+    assert (
+        arch.startswith("[MISS] arch")
+        and "KERNELLSP_ARCH 'banana': 'banana' is not a GPU architecture" in arch
+    )
+    assert result.exit_code == 2
+    monkeypatch.delenv("KERNELLSP_ARCH")
+    write(tmp_path / "kernellsp.toml", "[settings\n")
+    broken = invoke("doctor")
+    assert broken.exit_code == 2
+    assert any(
+        ln.startswith("[MISS] settings") and "not valid TOML" in ln for ln in broken.stdout.splitlines()
+    )
+    (tmp_path / "kernellsp.toml").unlink()
+    plain = invoke("doctor")
+    lines = plain.stdout.splitlines()
+    missing = [ln for ln in lines if ln.startswith("[MISS]")]
+    if toolchain.find_tool("nvcc") is not None:
+        assert any(ln.startswith("[ok  ] arch") and "sm_90" in ln for ln in lines)
+        assert plain.exit_code == (1 if missing else 0)
+
+
+def test_replay_of_a_missing_bundle_names_the_bundle(tmp_path: Path) -> None:
+    result = invoke("replay", str(tmp_path / "nonexistent"))
+    assert result.exit_code == 2
+    assert "no such evidence bundle" in result.output and "GPU" not in result.output
+
+
+def test_verify_checks_the_scope_before_asking_for_a_gpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KERNELLSP_RUNNER", "none")  # no GPU here, whatever the machine has
+    base = (REPO / "samples" / "vector_add.cu").read_text(encoding="utf-8")
+    write(tmp_path / "vector_add.cu", base)
+    write(tmp_path / "renamed.cu", base.replace("vector_add", "vector_sum"))
+    result = invoke("verify", "vector_add.cu", "--candidate", "renamed.cu")
+    assert result.exit_code == 1, result.output
+    assert result.stdout.startswith("scope_violation: the candidate removed or renamed vector_add")
+    as_json = json.loads(invoke("verify", "vector_add.cu", "-c", "renamed.cu", "--format", "json").stdout)
+    assert as_json["kind"] == "scope_violation"
+    assert (
+        json.loads(invoke("verify", "vector_add.cu", "-c", "renamed.cu", "--json").stdout)["kind"]
+        == "scope_violation"
+    )
+    # A candidate the CPU cannot fault reaches the GPU gates, which say why they cannot run.
+    same = invoke("verify", "vector_add.cu", "--candidate", "vector_add.cu")
+    assert same.exit_code == 2 and "cannot verify: profiling is off (runner = none)" in same.output
+    sarif = invoke("verify", "vector_add.cu", "-c", "renamed.cu", "--format", "sarif")
+    assert sarif.exit_code == 2 and "verify prints text or json" in sarif.output
+
+
+# --------------------------------------------------------------------------------------------------
+# Item 9: --help
+
+
+def test_help_shows_no_bool_placeholders() -> None:
+    for command in ("check", "profile", "optimize", "verify", "doctor"):
+        text = invoke(command, "--help").stdout
+        assert "<bool>" not in text, command
+        assert "--format" in text or command == "doctor", command
+    check_help = " ".join(
+        invoke("check", "--help").stdout.split()
+    )  # the help is wrapped at the terminal width
+    for needle in (
+        "--select",
+        "--ignore",
+        "--include-dir",
+        "kernellsp: ignore[KL404]",
+        "compile_commands.json",
+    ):
+        assert needle in check_help, needle
+    assert "Exit 0 when everything is there" in " ".join(invoke("doctor", "--help").stdout.split())

@@ -17,6 +17,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.capabilities import get_capability
 
+from kernellsp.findings import counted
 from kernellsp.lsp.jobs import ProgressReporter
 from kernellsp.lsp.server import CheckResult, KernelLspServer
 from kernellsp.lsp.worker import ClientOptions, check_document
@@ -77,7 +78,7 @@ def start_check(ls: KernelLspServer, uri: str, delay_s: float = 0.0, profile: bo
                              diagnostics=outcome.diagnostics, settings=settings, seconds=outcome.seconds)  # fmt: skip
         ls.results[uri] = result
         ls.publish_layer(uri, KIND, version, outcome.diagnostics)
-        progress.report(f"{len(outcome.diagnostics)} finding(s)", 100)
+        progress.report(counted(len(outcome.diagnostics), "finding"), 100)
         return result
 
     return ls.jobs.start(uri, KIND, f"Checking {path.name}", job, delay_s=delay_s)

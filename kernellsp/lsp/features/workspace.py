@@ -23,6 +23,7 @@ from typing import Any
 from pygls.uris import from_fs_path
 
 from kernellsp.check import CheckError, collect_files
+from kernellsp.findings import counted
 from kernellsp.lsp.features.diagnostics import KIND as CHECK_KIND
 from kernellsp.lsp.features.diagnostics import client_options, start_check
 from kernellsp.lsp.jobs import ProgressReporter
@@ -83,7 +84,7 @@ async def check_workspace(ls: KernelLspServer) -> dict[str, Any]:
             for d in diagnostics:
                 severities[_SEVERITY.get(int(d.get("severity") or 1), "error")] += 1
                 codes[str(d.get("code"))] += 1
-        progress.report(f"{sum(severities.values())} finding(s) in {len(files)} file(s)", 100)
+        progress.report(f"{counted(sum(severities.values()), 'finding')} in {counted(len(files), 'file')}", 100)
         return {
             "root": root_uri,
             "files": len(files),

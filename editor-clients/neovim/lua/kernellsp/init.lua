@@ -83,8 +83,9 @@ function M.create_commands(bufnr)
         return
       end
       local s = r.bySeverity or {}
-      vim.notify(string.format('kernellsp: %d finding(s): %d error, %d warning, %d info, %d hint (%s, %.1f s)',
-        r.findings, s.error or 0, s.warning or 0, s.info or 0, s.hint or 0, r.arch or '?', r.seconds or 0))
+      vim.notify(string.format('kernellsp: %d finding%s: %d error, %d warning, %d info, %d hint (%s, %.1f s)',
+        r.findings, r.findings == 1 and '' or 's', s.error or 0, s.warning or 0, s.info or 0, s.hint or 0,
+        r.arch or '?', r.seconds or 0))
     end)
   end, { desc = 'kernellsp: check this file now' })
   vim.api.nvim_buf_create_user_command(bufnr, 'KernellspRule', function(o)
