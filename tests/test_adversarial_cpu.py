@@ -87,7 +87,24 @@ def test_manifest_is_well_formed() -> None:
         assert isinstance(c.get("known_gap", False), bool), c["name"]
         assert not (c.get("known_gap") and "accepted" in kinds), f"{c['name']}: a known gap is a cheat"
         assert c["candidate"] == f"tests/adversarial/{c['name']}.cu", c["name"]
-        assert c["baseline"].startswith("samples/"), c["name"]
+        assert c["baseline"].startswith(("samples/", "tests/adversarial/baselines/")), c["name"]
+        # `sandbox`: what the sandbox names when a scope case's host code runs anyway (tests/test_sandbox.py).
+        assert "sandbox" not in c or (c["gate"] == "scope" and isinstance(c["sandbox"], str) and c["sandbox"]), c["name"]
+
+
+def test_every_extra_baseline_is_used_and_valid() -> None:
+    """Baselines outside samples/ (a kernel with #if __CUDA_ARCH__ ...) are real files that verify accepts."""
+    extra = sorted(p.relative_to(REPO).as_posix() for p in (CORPUS / "baselines").glob("*.cu"))
+    assert extra, "no baselines in tests/adversarial/baselines"
+    used = {c["baseline"] for c in CASES}
+    for rel in extra:
+        assert rel in used, f"{rel} is used by no case"
+        m = parse_source((REPO / rel).read_text(), rel)
+        assert not m.syntax_errors
+        bound = spec.specs_from_source(m)[0]
+        assert bound and not [i for i in spec.validate_against(bound[0], m.function(bound[0].entry), m)
+                              if i.severity == "error"]  # fmt: skip
+        assert check_scope(m.text, m.text, edit_targets(m, bound[0].entry), rel, bound[0].entry).ok
 
 
 def test_every_candidate_file_is_in_the_manifest() -> None:
@@ -250,6 +267,61 @@ def test_bf16_softmax_is_outside_the_tolerance() -> None:
     assert mm is not None and mm.bad_elements > 0.01 * x.size, mm
     zeros = compare.compare("y", "f32", np.zeros_like(x).tobytes(), softmax(x).tobytes(), tol)
     assert zeros is not None  # softmax_zeros
+
+
+def _layernorm(x: np.ndarray[Any, Any], gamma: np.ndarray[Any, Any], beta: np.ndarray[Any, Any],
+               one_pass: bool = False, half_z: bool = False) -> np.ndarray[Any, Any]:
+    """layernorm.cu in numpy (fp32 where the kernels are fp32); the candidates' variants as flags."""
+    x32 = x.astype(np.float32)
+    mean = x32.mean(axis=1, dtype=np.float32, keepdims=True)
+    if one_pass:
+        var = np.maximum((x32 * x32).mean(axis=1, dtype=np.float32, keepdims=True) - mean * mean, np.float32(0))
+    else:
+        var = ((x32 - mean) ** 2).mean(axis=1, dtype=np.float32, keepdims=True)
+    z = ((x32 - mean) / np.sqrt(var + np.float32(1e-5))).astype(np.float32)
+    if half_z:
+        z = z.astype(np.float16).astype(np.float32)
+    return (z * gamma + beta).astype(np.float32)
+
+
+def test_layernorm_half_output_is_outside_the_tolerance() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.normal(0, 1, (256, 2048)).astype(np.float32)
+    g, b = rng.uniform(-1, 1, 2048).astype(np.float32), rng.uniform(-1, 1, 2048).astype(np.float32)
+    tol = _tolerance("samples/layernorm.cu", "layernorm")
+    mm = compare.compare("y", "f32", _layernorm(x, g, b, half_z=True).tobytes(), _layernorm(x, g, b).tobytes(), tol)
+    assert mm is not None and mm.bad_elements > 0.005 * x.size, mm
+
+
+def test_one_pass_variance_hides_behind_zero_mean_inputs() -> None:
+    """layernorm_one_pass_variance (a known gap): right on the spec's normal(0, 1) rows, wrong on offset rows."""
+    rng = np.random.default_rng(4)
+    g, b = rng.uniform(-1, 1, 2048).astype(np.float32), rng.uniform(-1, 1, 2048).astype(np.float32)
+    tol = _tolerance("samples/layernorm.cu", "layernorm")
+    x = rng.normal(0, 1, (256, 2048)).astype(np.float32)
+    assert compare.compare("y", "f32", _layernorm(x, g, b, one_pass=True).tobytes(), _layernorm(x, g, b).tobytes(), tol) is None
+    offset = (x + 1000.0).astype(np.float32)  # e.g. a structured input with a large mean
+    mm = compare.compare("y", "f32", _layernorm(offset, g, b, one_pass=True).tobytes(),
+                         _layernorm(offset, g, b).tobytes(), tol)  # fmt: skip
+    assert mm is not None and mm.bad_elements > 0.5 * x.size, mm
+
+
+def test_softmax_max_from_a_prefix_hides_behind_the_spec_distribution() -> None:
+    """softmax_max_from_prefix (a known gap): right on normal(0, 3) rows, NaN where a ramp outgrows exp's range."""
+
+    def softmax(v: np.ndarray[Any, Any], prefix: int | None = None) -> np.ndarray[Any, Any]:
+        v = v.astype(np.float32)
+        m = (v[:, :prefix] if prefix else v).max(axis=1, keepdims=True)
+        with np.errstate(over="ignore", invalid="ignore"):
+            e = np.exp(v - m, dtype=np.float32)
+            return (e / e.sum(axis=1, keepdims=True, dtype=np.float32)).astype(np.float32)
+
+    tol = _tolerance("samples/softmax_row.cu", "softmax_row")
+    x = np.random.default_rng(5).normal(0, 3, (512, 1024)).astype(np.float32)
+    assert compare.compare("y", "f32", softmax(x, 32).tobytes(), softmax(x).tobytes(), tol) is None
+    ramp = np.tile(np.arange(1024, dtype=np.float32), (8, 1))
+    mm = compare.compare("y", "f32", softmax(ramp, 32).tobytes(), softmax(ramp).tobytes(), tol)
+    assert mm is not None, "a ramp row should overflow exp"
 
 
 def test_off_by_one_reduction_hides_in_the_main_shape_only() -> None:

@@ -35,7 +35,11 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/ns/user").exists(), reason=
 
 
 def _bwrap_missing() -> str:
-    return "" if shutil.which("bwrap") else "bubblewrap is not installed: apt-get install bubblewrap (README set-up)"
+    return (
+        ""
+        if shutil.which("bwrap")
+        else "bubblewrap is not installed: apt-get install bubblewrap (README set-up)"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +159,9 @@ def test_unix_sockets_outside_are_unreachable(runner: LocalRunner, workdir: str,
     try:
         for target in (str(path), "@" + abstract):
             # The same program reaches both without the sandbox: the test can fail.
-            plain = subprocess.run([f"{workdir}/escape", "unix", target], capture_output=True, text=True, timeout=30)
+            plain = subprocess.run(
+                [f"{workdir}/escape", "unix", target], capture_output=True, text=True, timeout=30
+            )
             assert plain.stdout.strip() == "connected", plain.stdout
             res = run(runner, workdir, "unix", target)
             assert res.stdout.startswith("connect: "), res.stdout
@@ -198,7 +204,9 @@ def test_environment_secrets_are_not_visible(runner: LocalRunner, workdir: str) 
     # Nor through /proc: the sandbox has its own PID namespace, so this process's environ is out of reach.
     res = run(runner, workdir, "procenv", ENV_SECRET)
     assert res.stdout == "none\n"
-    plain = subprocess.run([f"{workdir}/escape", "procenv", ENV_SECRET], capture_output=True, text=True, timeout=30)
+    plain = subprocess.run(
+        [f"{workdir}/escape", "procenv", ENV_SECRET], capture_output=True, text=True, timeout=30
+    )
     assert plain.stdout.startswith("found"), plain.stdout  # without the sandbox: the test's own environ
 
 
@@ -278,7 +286,9 @@ def test_nvcc_builds_in_the_sandbox_and_an_included_key_is_named(runner: LocalRu
 # When the host cannot sandbox: said, never silent; `require` refuses
 
 
-def test_without_bwrap_the_code_runs_unconfined_and_says_so(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_without_bwrap_the_code_runs_unconfined_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("KERNELLSP_BWRAP", "none")
     r = LocalRunner(scratch_root=tmp_path)
     s = r.sandbox_status()
@@ -296,10 +306,16 @@ def test_without_bwrap_the_code_runs_unconfined_and_says_so(monkeypatch: pytest.
     strict = LocalRunner(scratch_root=tmp_path)
     with pytest.raises(RunnerError) as ei:
         strict.run(["true"], wd, 30)
-    assert ei.value.kind == "sandbox" and "KERNELLSP_SANDBOX=require" in str(ei.value) and "bwrap" in str(ei.value)
+    assert (
+        ei.value.kind == "sandbox"
+        and "KERNELLSP_SANDBOX=require" in str(ei.value)
+        and "bwrap" in str(ei.value)
+    )
 
 
-def test_a_bwrap_that_cannot_start_is_reported_with_the_reason(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_bwrap_that_cannot_start_is_reported_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     fake = tmp_path / "bwrap"
     fake.write_text("#!/bin/sh\n[ \"$1\" = --version ] && { echo 'bubblewrap 0.0-fake'; exit 0; }\n"
                     "echo 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow "
@@ -438,3 +454,86 @@ def test_decoys_are_readable_only_by_the_user(runner: LocalRunner) -> None:
     assert "umask 077" in text
     mode = stat.S_IMODE(Path(runner._sandbox_probe()[0].script).parent.stat().st_mode)  # type: ignore[union-attr]
     assert mode & 0o077 == 0
+
+
+# --------------------------------------------------------------------------------------------------
+# On a GPU: the driver works in the sandbox, and the gate names what host code does there
+
+
+def _gpu_runner() -> LocalRunner:
+    if shutil.which("nvidia-smi") is None or shutil.which("nvcc") is None:
+        pytest.skip("needs an NVIDIA GPU and nvcc")
+    r = LocalRunner()
+    status = r.sandbox_status()
+    assert status.confined, status.describe()
+    return r
+
+
+@pytest.mark.gpu
+def test_the_harness_runs_kernels_in_the_sandbox() -> None:
+    """nvidia-smi, nvcc and the harness (check and time modes) all inside bwrap, with the GPU reachable."""
+    from kernellsp.profile.ncu import runner_environment
+    from kernellsp.run import harness
+    from kernellsp.source import spec
+    from kernellsp.source.model import parse_source
+
+    r = _gpu_runner()
+    env = runner_environment(r, use_cache=False)
+    assert env.get("gpu") and env.get("driver"), env
+    text = (REPO / "samples" / "vector_add.cu").read_text()
+    model = parse_source(text, "vector_add.cu")
+    bound = spec.entry_spec(model, "vector_add")
+    assert bound is not None
+    plan = harness.plan_harness(model, bound.spec, "vector_add")
+    wd = r.new_workdir()
+    try:
+        r.put(
+            {
+                "src/vector_add.cu": text.encode(),
+                "h.cu": harness.generate_harness(plan, "src/vector_add.cu").encode(),
+            },
+            wd,
+        )
+        nvcc = r.require("nvcc")
+        cmd = [
+            nvcc if a == "nvcc" else a
+            for a in harness.harness_compile_command("h.cu", "h", "sm_90", list(plan.flags))
+        ]
+        built = r.run(cmd, wd, 600)
+        assert built.returncode == 0 and built.sandboxed, built.output[-2000:]
+        for mode, extra in (("check", {}), ("time", {"reps": 5, "warmup": 2})):
+            res = r.run(harness.harness_argv("./h", mode, f"out_{mode}", shape=0, seed=7, **extra), wd, 120,  # type: ignore[arg-type]
+                        gpu_lock=True)  # fmt: skip
+            assert res.sandboxed
+            out = harness.read_result(Path(wd) / f"out_{mode}")
+            assert out.ok, (mode, out.error, res.output[-2000:])
+        assert not harness.read_result(Path(wd) / "out_check").unwritten_outputs()
+    finally:
+        r.cleanup(wd)
+
+
+def _sandbox_cases() -> list[dict[str, object]]:
+    import tomllib
+
+    cases = tomllib.loads((REPO / "tests" / "adversarial" / "manifest.toml").read_text())["case"]
+    return [c for c in cases if "sandbox" in c]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", _sandbox_cases(), ids=lambda c: str(c["name"]))
+def test_host_code_that_breaks_out_is_a_sandbox_violation(
+    case: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The adversarial host launchers with the scope gate bypassed: the sandbox is the second line."""
+    from kernellsp.optimize.verify import gate
+    from kernellsp.optimize.verify.scope import ScopeResult
+
+    r = _gpu_runner()
+    monkeypatch.setattr(gate, "check_scope", lambda *a, **k: ScopeResult(True))
+    base = REPO / case["baseline"]
+    v = gate.verify(base, base.read_text(), (REPO / case["candidate"]).read_text(), case["entry"], r,
+                    gate.VerifyOptions(seeds=1, rounds=2, reps=3, sanitize=False))  # fmt: skip
+    assert v.kind == "sandbox_violation", f"{v.kind}: {v.message}"
+    assert case["sandbox"] in v.message, v.message
+    assert v.environment["sandbox"]["confined"] is True
+    assert not Path("/tmp/kernellsp-adversarial-dropped").exists()
