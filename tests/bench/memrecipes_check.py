@@ -56,12 +56,16 @@ FILES: list[tuple[str, dict[str, int]]] = [
     (CORPUS + "transpose_nchw_to_nhwc.cu", {}),
     (CORPUS + "transpose_half_launcher.cu", {}),
     (CORPUS + "transpose_naive_f32.cu", {}),
+    (CORPUS + "transpose_i32_restrict.cu", {}),
+    (CORPUS + "transpose_rowcol_swapped.cu", {}),
     (CORPUS + "rowreduce_rmsnorm_bf16.cu", {}),
     (CORPUS + "rowreduce_rmsnorm_block_f32.cu", {}),
     (CORPUS + "rowreduce_softmax_launcher.cu", {}),
     (CORPUS + "rowreduce_logsoftmax_f32.cu", {}),
     (CORPUS + "rowreduce_layernorm_thread.cu", {}),
     (CORPUS + "rowreduce_row_max.cu", {}),
+    (CORPUS + "rowreduce_row_sum.cu", {}),
+    (CORPUS + "rowreduce_row_mean.cu", {}),
     (CORPUS + "stencil_conv2d_mask.cu", {}),
     (CORPUS + "stencil_conv2d_valid_launcher.cu", {}),
     (CORPUS + "stencil_conv1d_mask.cu", {}),
@@ -98,6 +102,9 @@ def main() -> int:
         "--corpus-points", type=int, default=0, help="at most this many points per corpus file (0: all)"
     )
     ap.add_argument("--points", type=int, default=0, help="at most this many points per file (0: all)")
+    ap.add_argument(
+        "--pick", nargs="*", default=[], help="NAME=i,j: only these point indices for files containing NAME"
+    )
     ap.add_argument("--out", default=str(ROOT / "tests" / "bench" / "results"))
     args = ap.parse_args()
     runner = LocalRunner()
@@ -129,7 +136,11 @@ def main() -> int:
             print(f"{src.name}: no memory recipe matches", flush=True)
         if args.corpus_points and rel.startswith(CORPUS):
             cands = cands[: args.corpus_points]
-        if args.points:
+        picks = [p.split("=", 1) for p in args.pick if "=" in p]
+        chosen = next((w for n, w in picks if n in rel), None)
+        if chosen is not None:
+            cands = [c for i, c in enumerate(cands) if str(i) in chosen.split(",")]
+        elif args.points:
             cands = cands[: args.points]
         for label, cand in cands:
             jobs.append((src.name, path, text, entry, label, cand))

@@ -601,11 +601,15 @@ class _Gen:
                     f"    const int kl_tw = {self.vbx} + kl_hxl_{a} + kl_hxr_{a};\n"
                     f"    const int kl_th = {self.vby} + kl_hyl_{a} + kl_hyr_{a};\n"
                     f"    const long long kl_n = {t.count_c};\n"
-                    f"    for (int kl_ty = threadIdx.y; kl_ty < kl_th; kl_ty += {self.by}) {{\n"
-                    f"        for (int kl_tx = threadIdx.x; kl_tx < kl_tw; kl_tx += {self.bx}) {{\n"
-                    f"            const long long kl_g = (kl_r0 + kl_ty) * (long long)({self._rn(t.pitch)}) + kl_c0 + kl_tx;\n"
-                    f"            kl_tile_{a}[kl_ty * {self.twc} + kl_tx] = (kl_g >= 0 && kl_g < kl_n) ? {a}[kl_g] : {t.ctype}();\n"
-                    "        }\n    }\n}")  # fmt: skip
+                    "    // One pass over the tile's capacity rows, consecutive threads on consecutive columns (the\n"
+                    "    // division is by a constant); columns past this launch's halo are skipped.\n"
+                    f"    for (int kl_i = threadIdx.y * {self.bx} + threadIdx.x; kl_i < kl_th * {self.twc}; "
+                    f"kl_i += {self.bx * self.by}) {{\n"
+                    f"        const int kl_ty = kl_i / {self.twc}, kl_tx = kl_i - kl_ty * {self.twc};\n"
+                    "        if (kl_tx >= kl_tw) continue;\n"
+                    f"        const long long kl_g = (kl_r0 + kl_ty) * (long long)({self._rn(t.pitch)}) + kl_c0 + kl_tx;\n"
+                    f"        kl_tile_{a}[kl_i] = (kl_g >= 0 && kl_g < kl_n) ? {a}[kl_g] : {t.ctype}();\n"
+                    "    }\n}")  # fmt: skip
             else:
                 out.append(
                     f"{{\n    const long long kl_c0 = (long long)blockIdx.x * {self.vbx} - kl_hxl_{a};\n"
@@ -617,8 +621,10 @@ class _Gen:
                     "    }\n}")  # fmt: skip
         return "\n".join(out)
 
-    def _lambda(self, name: str, tiled: bool, special: dict[str, int] | None) -> str:
+    def _lambda(self, name: str, tiled: bool, special: dict[str, int] | None,
+                decided: dict[int, str] | None = None) -> str:  # fmt: skip
         rep = self._virtual()
+        rep.update(decided or {})
         if tiled:
             for t in self.st.tiled:
                 a = t.array
@@ -652,6 +658,77 @@ class _Gen:
         body = replace_nodes(self.ir, self.ir.body, rep)
         params = "int kl_vtx" + (", int kl_vty" if self.st.dims == 2 else "")
         return f"auto {name} = [&]({params}) {body};\n"
+
+    def _interior(self) -> tuple[dict[int, str], list[str]]:
+        """Comparisons whose value is the same for every point of an interior block, and the test for such a block.
+
+        A bounds test ``x + dx < width`` (or ``idx >= 0``, ``x == 0``...) over one point coordinate, loop
+        variables with counted ranges and parameters has a range over the block's points; where that
+        range decides it, the test becomes ``true``/``false`` in a lambda that runs only when the block
+        passes the run-time conditions returned. Which value to expect is read at the spec's main shape
+        for a block in the middle of the grid; comparisons that are not decided there stay as written.
+        """
+        ir, st = self.ir, self.st
+        ranges = _loop_ranges(ir)
+        values = _param_values(self.ctx)
+        if isinstance(ranges, str) or values is None:
+            return {}, []
+        extents = {"x": st.extent_x, "y": st.extent_y}
+        sizes = {"x": self.vbx, "y": self.vby}
+        decided: dict[int, str] = {}
+        conds: list[str] = []
+        for n in walk(ir.body):
+            if n.type != "binary_expression":
+                continue
+            op = ir.text(n.child_by_field_name("operator"))
+            if op not in ("<", "<=", ">", ">=", "==", "!="):
+                continue
+            a, b = (
+                ir.poly(n.child_by_field_name("left"), divmod=True),
+                ir.poly(n.child_by_field_name("right"), divmod=True),
+            )
+            if a is None or b is None:
+                continue
+            d = a - b if op in (">", ">=") else b - a
+            axes = [ax for ax in "xy" if d.coeff(f"gid.{ax}").value in (1, -1)]
+            if len(axes) != 1:
+                continue
+            ax = axes[0]
+            sgn = d.coeff(f"gid.{ax}").value
+            rest = d - Poly.sym(f"gid.{ax}") * sgn  # type: ignore[operator]
+            if rest.depends_on(THREAD_SYMBOLS) or d.depends_on(
+                {f"gid.{o}" for o in "xyz" if o != ax} | {"?"}
+            ):
+                continue
+            bounds = _bounds(rest, ranges)
+            ext = extents.get(ax)
+            if isinstance(bounds, str) or ext is None:
+                continue
+            lo_r, hi_r = bounds
+            v = sizes[ax]
+            x0 = f"((long long)blockIdx.{ax} * {v})"
+            lo_c = f"({x0} + ({self._rn(lo_r)}))" if sgn == 1 else f"(({self._rn(lo_r)}) - {x0} - {v - 1})"
+            hi_c = f"({x0} + {v - 1} + ({self._rn(hi_r)}))" if sgn == 1 else f"(({self._rn(hi_r)}) - {x0})"
+            strict = op in ("<", ">")
+            # The block in the middle of the grid at the main shape says which value to expect.
+            e_val, lo_v, hi_v = _eval(ir, ext, values), _eval(ir, lo_r, values), _eval(ir, hi_r, values)
+            if e_val is None or lo_v is None or hi_v is None:
+                continue
+            xm = (e_val // 2) // v * v
+            lo_d = xm + lo_v if sgn == 1 else lo_v - xm - (v - 1)
+            hi_d = xm + v - 1 + hi_v if sgn == 1 else hi_v - xm
+            if op in ("==", "!="):
+                if lo_d > 0 or hi_d < 0:
+                    decided[n.id] = "false" if op == "==" else "true"
+                    conds.append(f"({lo_c} > 0 || {hi_c} < 0)")
+                continue
+            if (lo_d > 0) if strict else (lo_d >= 0):
+                decided[n.id] = "true"
+                conds.append(f"{lo_c} {'>' if strict else '>='} 0")
+            elif (hi_d <= 0) if strict else (hi_d < 0):
+                decided[n.id] = "false"
+                conds.append(f"{hi_c} {'<=' if strict else '<'} 0")
+        return decided, sorted(set(conds))
 
     def _calls(self, name: str) -> str:
         if self.st.dims == 2:
@@ -692,7 +769,14 @@ class _Gen:
         halos = _ind(self._halo_defs(), 4)
         fits = self._fits()
         plain = self._lambda("kl_point", False, None)
+        decided, inner_conds = self._interior()
         tiled = self._lambda("kl_point_tiled", True, None)
+        tiled_calls = self._calls("kl_point_tiled")
+        if decided:
+            # Interior blocks: the bounds tests the block's position decides are constants there.
+            inner = self._lambda("kl_point_inner", True, None, decided)
+            tiled_calls = (f"if ({' && '.join(inner_conds)}) {{\n" + _ind(inner + self._calls("kl_point_inner"), 4)
+                           + "\n} else {\n" + _ind(tiled_calls, 4) + "\n}\n")  # fmt: skip
         special_block = ""
         values = _param_values(self.ctx) or {}
         if self.specialise and all(s in values for s in st.sizes):
@@ -701,14 +785,17 @@ class _Gen:
             regs = "".join(f"{f.ctype} kl_w_{f.array}[{f.count_spec}];\n#pragma unroll\nfor (int kl_i = 0; kl_i < "
                            f"{f.count_spec}; ++kl_i) kl_w_{f.array}[kl_i] = {f.array}[kl_i];\n" for f in self.regs)  # fmt: skip
             lam = self._lambda("kl_point_fixed", True, special)
-            special_block = (
-                f"if ({cond}) {{\n" + _ind(regs + lam + self._calls("kl_point_fixed"), 4) + "\n} else "
-            )
+            calls = self._calls("kl_point_fixed")
+            if decided:
+                inner = self._lambda("kl_point_fixed_inner", True, special, decided)
+                calls = (f"if ({' && '.join(inner_conds)}) {{\n" + _ind(inner + self._calls("kl_point_fixed_inner"), 4)
+                         + "\n} else {\n" + _ind(calls, 4) + "\n}\n")  # fmt: skip
+            special_block = f"if ({cond}) {{\n" + _ind(regs + lam + calls, 4) + "\n} else "
         body = (
             f"{tiles}{vdefs}{halos}\n"
             f"    if ({fits}) {{\n"
             f"{_ind(self._load(), 8)}\n        __syncthreads();\n"
-            f"{_ind(special_block + '{' + chr(10) + _ind(tiled + self._calls('kl_point_tiled'), 4) + chr(10) + '}', 8)}\n"
+            f"{_ind(special_block + '{' + chr(10) + _ind(tiled + tiled_calls, 4) + chr(10) + '}', 8)}\n"
             "    } else {\n"
             f"{_ind(plain + self._calls('kl_point'), 8)}\n"
             "    }\n"
