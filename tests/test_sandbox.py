@@ -537,3 +537,17 @@ def test_host_code_that_breaks_out_is_a_sandbox_violation(
     assert case["sandbox"] in v.message, v.message
     assert v.environment["sandbox"]["confined"] is True
     assert not Path("/tmp/kernellsp-adversarial-dropped").exists()
+
+
+def test_a_wiped_cache_sets_the_sandbox_up_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A language server outlives `rm -rf ~/.cache`: the wrapper and filter are written again, not missed."""
+    monkeypatch.setenv("KERNELLSP_CACHE_DIR", str(tmp_path / "cache"))
+    r = LocalRunner(scratch_root=tmp_path)
+    wd = r.new_workdir()
+    assert r.run(["true"], wd, 30).sandboxed
+    sb = r._sandbox_probe()[0]
+    assert sb is not None and Path(sb.script).is_file()
+    shutil.rmtree(tmp_path / "cache")
+    res = r.run(["sh", "-c", "echo again"], wd, 30)
+    assert res.stdout == "again\n" and res.sandboxed
+    assert Path(r._sandbox_probe()[0].script).is_file()  # type: ignore[union-attr]

@@ -34,6 +34,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kernellsp.build.nvcc import Cancelled
 from kernellsp.run import sandbox as sbx
@@ -143,9 +144,14 @@ class Runner(ABC):
 
     def _sandbox_probe(self) -> tuple[sbx.Sandbox | None, sbx.SandboxStatus]:
         with _sandbox_probe_lock:
+            if self._sandbox_probed is not None and self._sandbox_stale(self._sandbox_probed[0]):
+                self._sandbox_probed = None  # its files went away (a wiped cache): set it up again
             if self._sandbox_probed is None:
                 self._sandbox_probed = sbx.probe(self, self.sandbox)
             return self._sandbox_probed
+
+    def _sandbox_stale(self, sb: sbx.Sandbox | None) -> bool:
+        return False
 
     def _sandbox_wrap(self, argv: list[str], workdir: str, timeout_s: float) -> tuple[list[str], sbx.Prepared | None]:
         """``argv`` wrapped for the sandbox, or as it is when the host cannot sandbox (``require``: refused)."""
@@ -297,6 +303,10 @@ def _killpg(proc: subprocess.Popen[str]) -> None:
 class LocalRunner(Runner):
     """This host's GPU."""
 
+    #: The lock file GPU steps take in the temp directory: one for the host (a pool worker pinned to one GPU
+    #: of several takes that GPU's own, :class:`kernellsp.run.pool.PinnedRunner`).
+    gpu_lock_name: str = _LOCK_NAME
+
     def __init__(self, scratch_root: Path | None = None, sandbox: str | None = None) -> None:
         self.name = "this host"
         self.scratch_root = scratch_root or Path(tempfile.gettempdir())
@@ -338,7 +348,7 @@ class LocalRunner(Runner):
         full_env = clean_env(env, home=workdir)
         if not gpu_lock:
             return _popen_run(argv, workdir, timeout_s, cancel, full_env, label)
-        lock_path = Path(tempfile.gettempdir()) / _LOCK_NAME
+        lock_path = Path(tempfile.gettempdir()) / self.gpu_lock_name
         import fcntl
 
         try:
@@ -393,6 +403,9 @@ class LocalRunner(Runner):
 
     def _sandbox_resolver(self) -> Callable[[str], str] | None:
         return os.path.realpath
+
+    def _sandbox_stale(self, sb: sbx.Sandbox | None) -> bool:
+        return sb is not None and not all(os.path.isfile(p) for p in (sb.script, sb.filter_path) if p)
 
     def _sandbox_trial(self, argv: list[str], workdir: str, timeout_s: float) -> tuple[int, str, str]:
         res = _popen_run(argv, workdir, timeout_s, None, clean_env(home=workdir), "sandbox trial")
@@ -667,10 +680,28 @@ class SshRunner(Runner):
         shutil.rmtree(self._control_dir, ignore_errors=True)
 
 
-def make_runner(runner: str = "local", gpu_host: str | None = None, sandbox: str | None = None) -> Runner:
-    """The runner the settings ask for; ``sandbox`` defaults to ``$KERNELLSP_SANDBOX`` (or ``auto``)."""
+def make_runner(runner: str = "local", gpu_host: str | None = None, sandbox: str | None = None,
+                settings: Any = None) -> Runner:  # fmt: skip
+    """The runner the settings ask for; ``sandbox`` defaults to ``$KERNELLSP_SANDBOX`` (or ``auto``).
+
+    ``runner = "pool"`` needs ``settings`` (its ``pool`` section) and Dask (the ``cluster`` extra).
+    """
+    if runner == "pool":
+        return _pool_runner(settings)
     if gpu_host:
         return SshRunner(gpu_host, sandbox=sandbox)
     if runner == "none":
         raise RunnerError("none", "profiling is off (runner = none)")
     return LocalRunner(sandbox=sandbox)
+
+
+def _pool_runner(settings: Any) -> Runner:
+    """The pool runner (:mod:`kernellsp.run.pool`), or a RunnerError naming what to install."""
+    try:
+        from kernellsp.run.pool import pool_runner
+    except ImportError as exc:
+        raise RunnerError("pool", f"runner = pool needs Dask ({exc.name} is not installed): "
+                                  "pip install 'kernellsp[cluster]'") from None  # fmt: skip
+    if settings is None:
+        raise RunnerError("pool", "runner = pool needs the pool settings (pool.scheduler, pool.gpus)")
+    return pool_runner(settings)
