@@ -1113,6 +1113,11 @@ def _pattern_applies(d: DistPlan, dtype: str) -> tuple[bool, int, int] | None:
     return None
 
 
+def pattern_applies(d: DistPlan, dtype: str) -> bool:
+    """Whether the structured patterns change a buffer of ``dtype`` drawn from ``d`` (else it keeps the spec's fill)."""
+    return _pattern_applies(d, dtype) is not None
+
+
 def _pattern_float(pat: str, j: int, count: int, dtype: str, lo: float, hi: float, key: int) -> float:
     x1, x2 = draw(key, 2 * j), draw(key, 2 * j + 1)
     u = (x1 >> 11) * 2.0**-53
