@@ -386,5 +386,6 @@ def test_timeout_is_an_error_not_an_exception(tmp_path: Path) -> None:
     path = tmp_path / "slow.cu"
     r = build.build(path, RESOURCES_CU, parse_source(RESOURCES_CU), use_cache=False, timeout_s=0.001)
     assert not r.ok
-    assert r.error is not None and "nvcc took longer than 0.001 s on slow.cu" in r.error
+    assert r.error is not None and "nvcc did not finish within 0.001 s on slow.cu" in r.error
+    assert "build_timeout_s" in r.error and r.timed_out
     assert r.resources == []
