@@ -29,11 +29,16 @@ dict from monomials to integers; :meth:`Poly.split` returns the affine view.
 Example (``samples/saxpy_strided.cu``)::
 
     ir = kernel_ir(model, "saxpy_strided")
-    ir.gid_vars                       # {'t': 'x'}
-    loop = ir.loops[0]                # Loop(var='k', start=0, bound=[k < chunk], step=1)
-    acc = ir.stores()[0]              # Access(param='y', kind='store', index=chunk*gid.x + k)
-    acc.index.split(["gid.x", "k"])   # ({'gid.x': chunk, 'k': 1}, 0)
-    [str(c) for g in acc.guards for c in g.conds]   # ['chunk*gid.x + k < n']
+    ir.gid_vars                       # {'t': 'x'}          (int t = blockIdx.x * blockDim.x + threadIdx.x)
+    str(ir.loops[0])                  # 'for k = 0; k < chunk; k += 1'
+    st = ir.stores()[0]               # st.base == 'y', st.kind == 'store'
+    st.index                          # Poly(chunk*gid.x + k)  (int i = start + k; y[i] = ...)
+    st.index.split(["gid.x", "k"])    # ({'gid.x': Poly(chunk), 'k': Poly(1)}, Poly(0))
+    [str(c) for g in st.guards for c in g.conds]   # ['chunk*gid.x + k < n']
+    st.guards[0].conds[0].bounds_above(st.index)   # Poly(n): the element bound
+
+Recipes reach the IR through ``RecipeContext.ir`` (``kernellsp.optimize.propose.recipes.base``);
+``ir.text(node)`` gives any node's source, ``ir.poly(node)`` any expression as a polynomial.
 
 Everything is best effort over partial code: what cannot be analysed is ``None`` (an index that is
 not a polynomial) or simply absent, never an exception; recipes decline when what they need is

@@ -24,7 +24,7 @@ from kernellsp.optimize.propose.recipes.base import Decline, Match, RecipeContex
 
 NAME = "map-vectorize"
 ARCHETYPE = "map"
-RULES = ("KL501", "KL510", "KL505", "KL202", "KL507")
+RULES = ("KL501", "KL510", "KL505")
 PARAMS: dict[str, list[Any]] = {"unroll": [1, 2], "block": [0, 512, 128], "spread": [0, 1]}
 
 
