@@ -34,24 +34,31 @@ app = typer.Typer(
 rules_app = typer.Typer(help="List the rule matrix or show one rule.", invoke_without_command=True)
 app.add_typer(rules_app, name="rules")
 
-_option_type = typer.core.TyperOption.display_type_rich
+def _hide_redundant_help_types() -> None:
+    """Typer (0.29+) prints "<bool>" beside every flag and "<list[Path]>" beside named arguments: drop those.
+
+    Typer's own hook is patched only where it exists (older typers, e.g. on a GPU image, lack it and are
+    left as they are: a help page with the types beats an import error).
+    """
+    option_cls, argument_cls = typer.core.TyperOption, typer.core.TyperArgument
+    option_type = getattr(option_cls, "display_type_rich", None)
+    argument_type = getattr(argument_cls, "display_type_rich", None)
+    if option_type is None or argument_type is None:
+        return
+
+    def flag_type(self: typer.core.TyperOption, ctx: Any) -> str | None:
+        # A flag takes no value, so no type is shown beside it.
+        return None if self.is_flag else option_type(self, ctx)
+
+    def named_argument_type(self: typer.core.TyperArgument, ctx: Any) -> str | None:
+        # An argument given a metavar (PATH) is described by it.
+        return None if self.metavar is not None else argument_type(self, ctx)
+
+    setattr(option_cls, "display_type_rich", flag_type)  # noqa: B010  (a hook typer may not have)
+    setattr(argument_cls, "display_type_rich", named_argument_type)  # noqa: B010
 
 
-def _flag_type(self: typer.core.TyperOption, ctx: Any) -> str | None:
-    # Typer's help prints "<bool>" beside every flag (--no-cache, --help); a flag takes no value, so none is shown.
-    return None if self.is_flag else _option_type(self, ctx)
-
-
-typer.core.TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign]
-_argument_type = typer.core.TyperArgument.display_type_rich
-
-
-def _named_argument_type(self: typer.core.TyperArgument, ctx: Any) -> str | None:
-    # An argument given a metavar (PATH) is described by it; "<list[Path]>" beside it adds nothing.
-    return None if self.metavar is not None else _argument_type(self, ctx)
-
-
-typer.core.TyperArgument.display_type_rich = _named_argument_type  # type: ignore[method-assign,assignment]
+_hide_redundant_help_types()
 
 # soft_wrap: never re-wrap messages at the console width (paths and CI logs must stay on one line).
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
