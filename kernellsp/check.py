@@ -417,33 +417,77 @@ def bind_specs(model: SourceModel, ws_specs: dict[str, spec.KernelSpec], ws_orig
     """Comment-block specs plus workspace specs for entries defined in this file (comments win)."""
     bound, issues = spec.specs_from_source(model)
     have = {b.entry for b in bound}
+    tables = spec.workspace_tables(ws_origin) if ws_origin and ws_specs else {}
     for entry, s in ws_specs.items():
         if entry not in have and model.function(entry) is not None:
-            bound.append(spec.BoundSpec(spec=s, entry=entry, origin="workspace", origin_path=ws_origin))
+            bound.append(spec.BoundSpec(spec=s, entry=entry, origin="workspace", origin_path=ws_origin,
+                                        table=tables.get(entry)))  # fmt: skip
     for b in bound:
         issues.extend(spec.validate_against(b, model.function(b.entry), model))
     return bound, issues
 
 
+def spec_issue_findings(ruleset: rules.RuleSet, issues: Iterable[spec.SpecIssue], path: str,
+                        lines: list[str] | None = None) -> list[Finding]:  # fmt: skip
+    """KL003 findings for spec issues: on ``path`` (whose ``lines`` they are), or on the workspace file an issue
+    names (a ``[kernels.NAME]`` table's line in kernellsp.toml)."""
+    out = []
+    for iss in issues:
+        where = iss.path or path
+        src = lines if iss.path is None else None
+        text_line = src[iss.line] if src is not None and 0 <= iss.line < len(src) else None
+        f = _builtin(ruleset, "spec-error", where, line_range(iss.line, text_line), {"message": iss.message}, iss.entry)
+        if f is not None:
+            if iss.severity == "warning":
+                f.severity = Severity.warning
+            out.append(f)
+    return out
+
+
+def _plan_problems(model: SourceModel, b: spec.BoundSpec) -> list[spec.SpecIssue]:
+    """What the harness would refuse in a spec the signature check passed (a reversed uniform(5, -5), a negative
+    std, 2.5 for an int): said by check, not first by a profile or a verification."""
+    from kernellsp.run import harness
+
+    try:
+        harness.plan_harness(model, b.spec, b.entry)
+    except harness.HarnessError as exc:
+        out = []
+        for p in exc.problems:
+            m = re.match(r"^((?:args|sizes|shapes|launch|tunables|tolerance)(?:\.[\w]+)*)[\s:(]", p)
+            fld = m.group(1) if m else "entry"
+            out.append(spec.SpecIssue(fld, f"spec of {b.entry}: {p}", b.line_of(fld) if m else b.line_of("entry"),
+                                      path=b.issue_path, entry=b.entry))  # fmt: skip
+        return out
+    except Exception:  # the harness planner must never break a static check
+        return []
+    return []
+
+
 def check_text(
     path: Path, text: str, options: CheckOptions, ruleset: rules.RuleSet,
     ws_specs: dict[str, spec.KernelSpec] | None = None, ws_origin: str | None = None,
-    build_result: BuildResult | None = None,
+    build_result: BuildResult | None = None, ws_invalid: Iterable[str] = (),
 ) -> FileReport:
-    """Check one file's text (the editor buffer or the file on disk)."""
+    """Check one file's text (the editor buffer or the file on disk).
+
+    ``ws_invalid``: entries whose workspace spec is invalid (reported on the TOML file): they have a spec,
+    so no "has no launch spec" for them.
+    """
     spath = str(path)
     report = FileReport(path=spath)
     model = parse_source(text, spath)
     report.model = model
     bound, issues = bind_specs(model, ws_specs or {}, ws_origin)
     report.specs = bound
-    for iss in issues:
-        text_line = model.lines[iss.line] if 0 <= iss.line < len(model.lines) else None
-        f = _builtin(ruleset, "spec-error", spath, line_range(iss.line, text_line), {"message": iss.message})
-        if f is not None:
-            if iss.severity == "warning":
-                f.severity = Severity.warning
-            report.findings.append(f)
+    for b in bound:
+        if not any(i.entry == b.entry and i.severity == "error" for i in issues):
+            issues.extend(_plan_problems(model, b))
+    if ws_origin:
+        for entry in ws_invalid:
+            issues.extend(spec.partial_workspace_issues(ws_origin, entry, model))
+    report.findings.extend(spec_issue_findings(ruleset, issues, spath, model.lines))
+    has_spec = {i.entry for i in issues if i.entry} | set(ws_invalid)
     # Every file is compiled, with or without kernels: a .cuh header in a unit of its own, a file of
     # __device__ helpers or host code as it is. A file nvcc never saw must not read as "no findings".
     file_flags = options.flags.for_file(path, options.workspace) if options.flags is not None else None
@@ -487,7 +531,7 @@ def check_text(
         km, lines = kernel_metrics(fn, model, kf, build_result, kspec, options.arch)
         report.kernels.append(KernelReport(fn.name, fn.name_span.start_line, kspec is not None, km))
         report.findings.extend(evaluate_rules(ruleset, model, spath, fn, km, lines))
-        if kspec is None and fn.name not in launched_by_entry:
+        if kspec is None and fn.name not in launched_by_entry and fn.name not in has_spec:
             f = _builtin(ruleset, "missing-spec", spath, _span_range(fn.name_span), {"kernel": fn.name}, fn.name)
             if f is not None:
                 report.findings.append(f)
@@ -595,7 +639,7 @@ def check_paths(
     elif opts.build and toolchain.find_tool("nvdisasm") is None:
         notes.append("nvdisasm not found: fp64 and local-memory rules use source heuristics "
                      f"({toolchain.INSTALL_HINTS['nvdisasm']})")  # fmt: skip
-    ws_cache: dict[Path | None, tuple[dict[str, spec.KernelSpec], str | None]] = {}
+    ws_cache: dict[Path | None, tuple[dict[str, spec.KernelSpec], str | None, set[str]]] = {}
     texts: list[tuple[Path, str | None, str | None]] = [(p, *read_source(p)) for p in files]
 
     def one(item: tuple[Path, str | None, str | None]) -> FileReport:
@@ -604,9 +648,9 @@ def check_paths(
             return FileReport(path=str(p), error=err)
         if opts.cancel is not None and opts.cancel.is_set():
             return FileReport(path=str(p), error="cancelled")
-        ws_specs, origin = ws_cache[spec.find_workspace_root(p)]
+        ws_specs, origin, invalid = ws_cache[spec.find_workspace_root(p)]
         try:
-            fr = check_text(p, text, opts, ruleset, ws_specs, origin)
+            fr = check_text(p, text, opts, ruleset, ws_specs, origin, ws_invalid=invalid)
         except Cancelled:
             return FileReport(path=str(p), error="cancelled")
         if not text.isascii():
@@ -624,17 +668,26 @@ def check_paths(
     jobs = opts.jobs or max(1, min(len(texts), os.cpu_count() or 1))
     results: list[FileReport] = []
     done = 0
-    # Workspace specs are read once per root before the pool starts, so the threads only read ws_cache.
+    # Workspace specs are read once per root before the pool starts, so the threads only read ws_cache. Their
+    # problems (a bad table, a kernel name no file defines) are findings on kernellsp.toml's own lines.
+    ws_findings: list[Finding] = []
     for p, _t, _e in texts:
         root = spec.find_workspace_root(p)
         if root not in ws_cache:
             specs, issues, origin = spec.load_workspace_specs(root) if root else ({}, [], None)
-            notes.extend(iss.message for iss in issues)
-            ws_cache[root] = (specs, origin)
+            if root is not None:
+                issues += spec.unknown_workspace_entries(root, origin, specs)
+            ws_findings += spec_issue_findings(ruleset, [i for i in issues if i.path], str(p))
+            notes.extend(iss.message for iss in issues if not iss.path)
+            ws_cache[root] = (specs, origin, {i.entry for i in issues if i.entry})
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for res in pool.map(one, texts):
             results.append(res)
             done += 1
             if progress is not None:
                 progress(done, len(texts), res.path)
+    if ws_findings and results:
+        first = results[0]
+        first.findings = sorted([*first.findings, *rule_selection.apply(ws_findings, opts.selection, None)],
+                                key=lambda x: x.sort_key())  # fmt: skip
     return CheckReport(files=results, notes=notes, seconds=time.monotonic() - t0)

@@ -413,3 +413,187 @@ def test_help_shows_no_bool_placeholders() -> None:
     ):
         assert needle in check_help, needle
     assert "Exit 0 when everything is there" in " ".join(invoke("doctor", "--help").stdout.split())
+
+
+# --------------------------------------------------------------------------------------------------
+# Items 6 and 8: spec messages, all at once, on the spec's own lines (kernellsp.toml's too)
+
+BAD_SPEC = """\
+/* kernellsp
+sizes = { N = 1024 }
+launch = { grid = "ceil_div(N, 256)", block = 256 }
+[args]
+x = { dtype = "float", dir = "in", count = "N", dist = "uniformm(0, 1)" }
+y = { dtype = "f32", dir = "out" }
+n = { value = "__import__('os').system('id')" }
+*/
+__global__ void k(const float* x, float* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i];
+}
+"""
+
+
+def test_spec_errors_come_all_at_once_and_read_well(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "k.cu", BAD_SPEC)
+    result = invoke("check", "k.cu", "--no-build")
+    got = [(ln, c, m) for _, ln, c, m in findings(result)]
+    msgs = {ln: m for ln, c, m in got if c == "KL003"}
+    assert sorted(msgs) == [5, 6, 7], got
+    # The dtype, the distribution, the missing count and the injection: every problem of the spec at once.
+    assert [m for ln, c, m in got if ln == 5 and c == "KL003"] == [
+        "spec field 'args.x.dtype' of k: expected f16, bf16, f32, f64, i8, u8, i16, u16, i32, u32, i64, u64, "
+        "got 'float' (the C type float is dtype 'f32')",
+        "spec field 'args.x.dist' of k: expected uniform(lo, hi), normal(mean, std), randint(lo, hi), ones(), "
+        "arange() or choice(a, b, ...), got 'uniformm(0, 1)'",
+    ]
+    assert (
+        msgs[6]
+        == "spec field 'args.y.count' of k: pointer argument 'y' needs count (element count, an expression over sizes)"
+    )
+    assert (
+        "only the functions abs, cdiv" in msgs[7]
+        and "can be called, not \"__import__('os').system\"" in msgs[7]
+    )
+    assert "Value error" not in result.stdout and "'?'" not in result.stdout
+    # The kernel has a spec, a broken one: no "has no launch spec" besides.
+    assert "KL004" not in [c for _, c, _ in got]
+
+
+def test_values_the_harness_would_refuse_are_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    src = (
+        BAD_SPEC.replace('"float"', '"f32"')
+        .replace('"uniformm(0, 1)"', '"uniform(5, -5)"')
+        .replace('dir = "out" }', 'dir = "out", count = "N" }')
+        .replace("\"__import__('os').system('id')\"", "2.5")
+    )
+    write(tmp_path / "k.cu", src)
+    got = {ln: m for _, ln, c, m in findings(invoke("check", "k.cu", "--no-build")) if c == "KL003"}
+    assert got[5] == "spec of k: args.x.dist (sizes): 'uniform(5, -5)': lo must not exceed hi"
+    assert got[7] == "spec of k: args.n.value (sizes): 'n' is int but its value is 2.5, not an integer"
+    write(
+        tmp_path / "k.cu",
+        src.replace('"uniform(5, -5)"', '"normal(0, -1)"').replace("value = 2.5", 'value = "N"'),
+    )
+    got = {ln: m for _, ln, c, m in findings(invoke("check", "k.cu", "--no-build")) if c == "KL003"}
+    assert got == {5: "spec of k: args.x.dist (sizes): 'normal(0, -1)': std must not be negative"}
+
+
+def test_workspace_spec_problems_sit_on_kernellsp_toml_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    kernel = BAD_SPEC[BAD_SPEC.index("*/\n") + 3 :]
+    write(tmp_path / "src" / "k.cu", kernel)
+    write(
+        tmp_path / "kernellsp.toml",
+        "[settings]\n"
+        'arch = "sm_90"\n'
+        "\n"
+        "[kernels.k]\n"
+        "sizes = { N = 1024 }\n"
+        'launch = { grid = "ceil_div(N, 256)", block = 256 }\n'
+        "[kernels.k.args]\n"
+        'x = { dtype = "float", dir = "in", count = "N" }\n'
+        'y = { dtype = "f32", dir = "out" }\n'
+        'n = { value = "N" }\n'
+        "\n"
+        "[kernels.kk]\n"
+        "sizes = { N = 16 }\n",
+    )
+    result = invoke("check", "src", "--no-build")
+    got = [(name, ln, c, m.split(":")[0]) for name, ln, c, m in findings(result)]
+    assert got == [
+        ("kernellsp.toml", 8, "KL003", "kernels.k.args.x.dtype"),
+        ("kernellsp.toml", 9, "KL003", "spec field 'args.y.count' of k"),
+        ("kernellsp.toml", 12, "KL003", "kernels.kk"),
+        ("k.cu", 1, "KL405", "k only reads x, declared without const __restrict__"),
+    ], result.stdout
+    assert "did you mean k?" in result.stdout
+    # A fixed table binds and runs its checks; `file = ...` must name a file that defines the kernel.
+    toml = (tmp_path / "kernellsp.toml").read_text()
+    toml = toml.replace('"float"', '"f32"').replace('dir = "out" }', 'dir = "out", count = "N" }')
+    write(
+        tmp_path / "kernellsp.toml",
+        toml.replace("[kernels.kk]\nsizes = { N = 16 }\n", "").replace(
+            "[kernels.k]\n", '[kernels.k]\nfile = "src/other.cu"\n'
+        ),
+    )
+    got = [(name, ln, c) for name, ln, c, _ in findings(invoke("check", "src", "--no-build"))]
+    assert got == [("kernellsp.toml", 5, "KL003"), ("k.cu", 1, "KL405")]
+
+
+# --------------------------------------------------------------------------------------------------
+# Item 5: the "Add launch spec" draft is a spec the user can keep
+
+
+def _draft(name: str) -> tuple[str, list[str], object, object]:
+    from kernellsp.source import spec
+    from kernellsp.source.model import parse_source
+
+    text = (REPO / "tests" / "fixtures" / "first_hour_drafts.cu").read_text(encoding="utf-8")
+    model = parse_source(text, "drafts.cu")
+    fn = model.function(name)
+    assert fn is not None
+    draft, notes = spec.draft_with_notes(fn, model)
+    return spec.format_comment_block(draft, "", notes), notes, draft, (fn, model)
+
+
+def test_the_draft_of_a_tiled_matmul_reads_its_indexing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kernellsp.source import spec
+
+    block, notes, draft, (fn, model) = _draft("matmul_tiled")
+    assert notes == []
+    assert isinstance(draft, spec.KernelSpec) and draft.launch is not None
+    # 2-D, the 32x32 tile the kernel indexes with, each axis over the size its guard names.
+    assert draft.launch.grid == ["ceil_div(N, 32)", "ceil_div(M, 32)"] and draft.launch.block == [32, 32]
+    assert {k: (a.dir, a.count) for k, a in draft.args.items() if a.count} == {
+        "A": ("in", "M * K"), "B": ("in", "N * K"), "C": ("out", "M * N")}  # fmt: skip
+    assert draft.sizes == {"M": 2048, "N": 2048, "K": 2048}
+    bound = spec.BoundSpec(spec=draft, entry="matmul_tiled", origin="comment")
+    assert [i.message for i in spec.validate_against(bound, fn, model) if i.severity == "error"] == []  # type: ignore[arg-type]
+    # Inserted above the kernel, the file checks clean of spec errors.
+    src = (REPO / "tests" / "fixtures" / "first_hour_drafts.cu").read_text(encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    write(
+        tmp_path / "mm.cu",
+        src.replace("__global__ void matmul_tiled", block + "__global__ void matmul_tiled"),
+    )
+    assert "KL003" not in [c for _, _, c, _ in findings(invoke("check", "mm.cu", "--no-build"))]
+
+
+def test_a_draft_says_what_it_could_not_infer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    block, notes, _draft_spec, _ = _draft("histogram")
+    assert notes == ["count of bins: its index 'bin' (line 31) is not a polynomial kernellsp can bound"]
+    assert block.splitlines()[1] == "# CHECK: " + notes[0]
+    # The CHECK comment is TOML: the block still parses and validates.
+    src = (REPO / "tests" / "fixtures" / "first_hour_drafts.cu").read_text(encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "h.cu", src.replace("__global__ void histogram", block + "__global__ void histogram"))
+    assert "KL003" not in [c for _, _, c, _ in findings(invoke("check", "h.cu", "--no-build"))]
+
+
+def test_a_struct_argument_is_not_supported_yet_and_says_so() -> None:
+    from kernellsp.source import spec
+    from kernellsp.source.draft import draft_problem
+
+    _block, _notes, draft, (fn, model) = _draft("scaled")
+    problem = draft_problem(fn)  # type: ignore[arg-type]
+    assert problem is not None and problem.startswith(
+        "scaled takes p (Params) by value, and launch specs cannot"
+    )
+    assert "host launcher" in problem
+    # A hand-written spec that gives it a value is told the same, not "2 is not a struct".
+    bound = spec.BoundSpec(spec=draft, entry="scaled", origin="comment")  # type: ignore[arg-type]
+    msgs = [i.message for i in spec.validate_against(bound, fn, model)]  # type: ignore[arg-type]
+    assert any(
+        "'p' is a Params passed by value: launch specs cannot describe struct arguments yet" in m
+        for m in msgs
+    )

@@ -103,7 +103,7 @@ def test_cli_rules_show() -> None:
         (lambda t: t.replace('"block_size >= 512"', '"unguarded_accesses > 0"'), "when",
          "'unguarded_accesses' is a line metric but the rule's scope is kernel"),
         (lambda t: t.replace('"block_size >= 512"', '"block_size >= "'), "when", "cannot parse"),
-        (lambda t: t.replace('"block_size >= 512"', '"block_size.__class__"'), "when", "Attribute is not allowed"),
+        (lambda t: t.replace('"block_size >= 512"', '"block_size.__class__"'), "when", "attribute access ('.__class__') is not allowed"),
         (lambda t: t.replace('"block_size >= 512"', '"__import__(\'os\')"'), "when", "unknown function"),
         (lambda t: t.replace("{block_size}", "{block_size:%%}"), "message", "bad format spec '%%'"),
         (lambda t: t.replace("{block_source}", "{nope}"), "message", "unknown metric 'nope'"),

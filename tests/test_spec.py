@@ -338,7 +338,8 @@ def test_workspace_specs_from_kernellsp_toml(tmp_path: Path) -> None:
     assert set(specs) == {"k"}
     k = specs["k"]
     assert k.entry == "k" and k.sizes == {"N": 1024} and list(k.args) == ["x", "y", "n"]
-    assert [(i.field, i.line) for i in issues] == [("wat", 0)]
+    # Each issue is on its own line of kernellsp.toml (0-based: `wat = 3`), and says which file that is.
+    assert [(i.field, i.line, i.path, i.entry) for i in issues] == [("wat", 9, origin, "bad")]
     assert "kernels.bad.wat: unknown field" in issues[0].message
     model = parse_source(KERNEL, str(tmp_path / "sub" / "k.cu"))
     b = spec.BoundSpec(spec=k, entry="k", origin="workspace", origin_path=origin)

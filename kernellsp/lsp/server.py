@@ -52,6 +52,11 @@ FRESH_PARSE_MAX_CHARS = 30_000
 ERROR_MESSAGE_INTERVAL_S = 60.0
 
 
+class CommandError(JsonRpcInvalidParams):
+    """A command's failure the user can act on (no such rule, no workspace folder): the client gets the message
+    as written, never a Python exception's name in front of it."""
+
+
 @dataclass
 class CheckResult:
     """The last published check of one document."""
@@ -169,6 +174,8 @@ class KernelLspServer(LanguageServer):
         #: Diagnostics per document and layer (wire format) with the version they were computed for.
         self.layers: dict[str, dict[str, tuple[int | None, list[dict[str, Any]]]]] = {}
         self.notes_shown: set[str] = set()
+        #: The invalid-settings message last shown (shown again only when it changes).
+        self.settings_error_shown: str | None = None
         self._models: dict[str, tuple[int | None, SourceModel]] = {}
         self._error_shown: dict[str, float] = {}
         self._reporting = False
@@ -193,6 +200,12 @@ class KernelLspServer(LanguageServer):
             if key not in self._runners:
                 self._runners[key] = profiling_runner(self.settings)
             return self._runners[key]
+
+    def gpu_runner_known(self) -> tuple[Runner | None, str | None] | None:
+        """:meth:`gpu_runner`'s answer when it was already asked for the current settings, else ``None`` (never
+        starts nvidia-smi or ssh: code actions must answer at once)."""
+        with self._runners_lock:
+            return self._runners.get((self.settings.runner, self.settings.gpu_host))
 
     def position_encoding(self) -> str:
         """The negotiated position encoding: ``utf-8``, ``utf-16`` or ``utf-32``."""

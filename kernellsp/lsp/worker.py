@@ -21,7 +21,14 @@ from typing import Any, cast
 
 from kernellsp.build import toolchain
 from kernellsp.build.nvcc import Cancelled
-from kernellsp.check import CheckError, CheckOptions, FileReport, check_text, project_options
+from kernellsp.check import (
+    CheckError,
+    CheckOptions,
+    FileReport,
+    check_text,
+    project_options,
+    spec_issue_findings,
+)
 from kernellsp.lsp.convert import RangeMapper, diagnostic
 from kernellsp.rules import engine as rules_mod
 from kernellsp.settings import Settings
@@ -49,6 +56,9 @@ class CheckOutcome:
     diagnostics: list[dict[str, Any]]
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: Diagnostics of other files, by path: the workspace spec file's (kernellsp.toml), even when empty, so that
+    #: fixed problems disappear there too.
+    other_files: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def _test_delay() -> float:
@@ -76,7 +86,9 @@ def check_document(
     root = (spec.find_workspace_root(path) if path.parent.is_dir() else None) or workspace
     ruleset = rules_mod.load_rules(root)
     ws_specs, issues, origin = spec.load_workspace_specs(root) if root else ({}, [], None)
-    notes.extend(i.message for i in issues)
+    if root is not None:
+        issues += spec.unknown_workspace_entries(root, origin, ws_specs)
+    notes.extend(i.message for i in issues if not i.path)
     nvcc = toolchain.find_tool("nvcc") is not None
     if not nvcc:
         notes.append(f"nvcc not found, so only source-level rules ran: {toolchain.INSTALL_HINTS['nvcc']}")
@@ -87,16 +99,32 @@ def check_document(
         flags, selection = None, None
     options = CheckOptions(arch=settings.arch, build=nvcc, build_timeout_s=settings.build_timeout_s,
                            workspace=root, cancel=flag, flags=flags, selection=selection)  # fmt: skip
-    report = check_text(path, text, options, ruleset, ws_specs, origin)
+    report = check_text(path, text, options, ruleset, ws_specs, origin, ws_invalid={i.entry for i in issues if i.entry})
     if report.build is not None and report.build.error:
         notes.append(f"build of {path.name}: {report.build.error}")
+    # Findings on kernellsp.toml (a bad [kernels.X] table, a kernel name no file defines) go to that file.
+    elsewhere = [f for f in report.findings if f.path != str(path)]
+    elsewhere += spec_issue_findings(ruleset, [i for i in issues if i.path], str(path))
+    report.findings = [f for f in report.findings if f.path == str(path)]
+    other: dict[str, list[dict[str, Any]]] = {origin: []} if origin else {}
+    for opath in {f.path for f in elsewhere}:
+        try:
+            olines = Path(opath).read_text(encoding="utf-8", errors="replace").split("\n")
+        except OSError:
+            olines = []
+        omapper = RangeMapper(client.position_encoding, olines)
+        other[opath] = [diagnostic(f, Path(opath).as_uri(), omapper, ruleset, code_description=client.code_description,
+                                   related_information=client.related_information)
+                        for f in sorted({(f.range.start_line, f.code, f.message): f for f in elsewhere
+                                         if f.path == opath}.values(), key=lambda f: f.sort_key())]  # fmt: skip
     lines = report.model.lines if report.model is not None else []
     mapper = RangeMapper(client.position_encoding, lines)
     diags = [diagnostic(f, uri, mapper, ruleset, code_description=client.code_description,
                         related_information=client.related_information) for f in report.findings]  # fmt: skip
     if report.model is not None:
         report.model.tree = None
-    return CheckOutcome(report=report, rules=ruleset, diagnostics=diags, notes=notes, seconds=time.monotonic() - t0)
+    return CheckOutcome(report=report, rules=ruleset, diagnostics=diags, notes=notes, seconds=time.monotonic() - t0,
+                        other_files=other)  # fmt: skip
 
 
 def parse_document(text: str, path: str) -> SourceModel:

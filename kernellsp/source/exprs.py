@@ -120,6 +120,16 @@ _ALLOWED_NODES = (
 )  # fmt: skip
 
 
+#: How a refused construct is named to the user (ast class names mean nothing to them).
+_NODE_WORDS = {
+    "Subscript": "indexing ('[...]')", "Lambda": "a lambda", "Attribute": "attribute access",
+    "Starred": "unpacking ('*')", "Dict": "a dictionary", "Set": "a set", "ListComp": "a comprehension",
+    "GeneratorExp": "a comprehension", "DictComp": "a comprehension", "SetComp": "a comprehension",
+    "NamedExpr": "an assignment (':=')", "JoinedStr": "an f-string", "Await": "await", "Yield": "yield",
+    "Slice": "a slice",
+}  # fmt: skip
+
+
 @lru_cache(maxsize=4096)
 def parse(text: str) -> Expr:
     """Parse ``text``; anything outside the whitelist raises :class:`ExprError`.
@@ -136,15 +146,19 @@ def parse(text: str) -> Expr:
         tree = ast.parse(py, mode="eval")
     except SyntaxError as exc:
         raise ExprError(f"cannot parse {src!r}: {exc.msg}") from None
+    known = ", ".join(sorted(FUNCTIONS))
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED_NODES):
-            raise ExprError(f"{src!r}: {type(node).__name__} is not allowed in an expression")
+            what = _NODE_WORDS.get(type(node).__name__, type(node).__name__)
+            if isinstance(node, ast.Attribute):
+                what = f"attribute access ('.{node.attr}')"
+            raise ExprError(f"{src!r}: {what} is not allowed; an expression holds numbers, size names, arithmetic, "
+                            f"comparisons and the functions {known}")  # fmt: skip
         if isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
-                fname = node.func.id if isinstance(node.func, ast.Name) else "?"
-                raise ExprError(
-                    f"{src!r}: unknown function {fname!r} (known: {', '.join(sorted(FUNCTIONS))})"
-                )
+            if not isinstance(node.func, ast.Name):
+                raise ExprError(f"{src!r}: only the functions {known} can be called, not {ast.unparse(node.func)!r}")
+            if node.func.id not in FUNCTIONS:
+                raise ExprError(f"{src!r}: unknown function {node.func.id!r} (known: {known})")
             if node.keywords:
                 raise ExprError(f"{src!r}: keyword arguments are not allowed")
     return Expr(src, tree.body)

@@ -103,7 +103,8 @@ class CommentBlock:
     body: str
     body_lines: list[int]
     span: Span
-    style: Literal["block", "line"]
+    #: ``toml``: a ``[kernels.NAME]`` table of kernellsp.toml/pyproject.toml (its lines are that file's).
+    style: Literal["block", "line", "toml"]
 
 
 @dataclass

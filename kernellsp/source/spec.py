@@ -27,6 +27,7 @@ import re
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -83,7 +84,8 @@ class ArgSpec(_Strict):
         m = _DIST_RE.match(v)
         if not m:
             raise ValueError(
-                "expected uniform(lo, hi), normal(mean, std), randint(lo, hi), ones(), arange() or choice(a, b, ...)"
+                "expected uniform(lo, hi), normal(mean, std), randint(lo, hi), ones(), arange() or choice(a, b, ...), "
+                f"got {v!r}"
             )
         return v
 
@@ -152,12 +154,18 @@ class KernelSpec(_Strict):
 
 @dataclass
 class SpecIssue:
-    """A problem in a spec: the field path, what is wrong, and the 0-based source line."""
+    """A problem in a spec: the field path, what is wrong, and the 0-based source line.
+
+    ``path`` is the file the line is in when it is not the checked source (a workspace spec's
+    kernellsp.toml or pyproject.toml); ``entry`` is the entry the spec is for, when known.
+    """
 
     field: str
     message: str
     line: int
     severity: Literal["error", "warning"] = "error"
+    path: str | None = None
+    entry: str | None = None
 
 
 @dataclass
@@ -170,9 +178,17 @@ class BoundSpec:
     block: CommentBlock | None = None
     origin_path: str | None = None
     issues: list[SpecIssue] | None = None
+    #: A workspace spec's ``[kernels.NAME]`` table (lines of ``origin_path``), so its issues land on the TOML line.
+    table: CommentBlock | None = None
 
     def line_of(self, field: str) -> int:
-        return _line_of(self.block, field) if self.block else 0
+        """The line of ``field`` in the spec's own text: the comment block's (this file) or the table's (the TOML)."""
+        return _line_of(self.block or self.table, field) if (self.block or self.table) else 0
+
+    @property
+    def issue_path(self) -> str | None:
+        """Where this spec's issues are: ``None`` for the checked file, else the workspace's TOML file."""
+        return self.origin_path if self.origin == "workspace" else None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -200,11 +216,16 @@ def spec_from_dict(data: dict[str, Any]) -> tuple[KernelSpec | None, list[tuple[
         for err in exc.errors():
             loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-after"))
             loc = re.sub(r"\.(str|int|float|list\[.*?\])$", "", loc)
-            msg = err["msg"]
+            # pydantic prefixes a validator's own message ("Value error, expected ..."): the user wrote no Python.
+            msg = re.sub(r"^(Value error|Assertion failed), ", "", err["msg"])
             if err["type"] == "extra_forbidden":
                 msg = f"unknown field (known: {', '.join(_known_fields(err['loc']))})"
             elif err["type"] == "literal_error":
-                msg = f"{msg}, got {err.get('input')!r}"
+                got = err.get("input")
+                allowed = re.findall(r"'([^']*)'", str(err.get("ctx", {}).get("expected", "")))
+                msg = f"expected {', '.join(allowed) or msg}, got {got!r}"
+                if isinstance(got, str) and CTYPE_DTYPES.get(got.strip()):
+                    msg += f" (the C type {got} is dtype {CTYPE_DTYPES[got.strip()][0]!r})"
             errors.append((loc, msg, None))
         # Pydantic reports union members separately; keep one message per field.
         seen: set[str] = set()
@@ -281,8 +302,20 @@ def specs_from_source(model: SourceModel) -> tuple[list[BoundSpec], list[SpecIss
             else:
                 line = _line_of(block, fld)
             where = f"spec field '{fld}'" if fld != "toml" else "spec"
-            issues.append(SpecIssue(fld, f"{where}{' of ' + entry if entry else ''}: {msg}", line))
+            issues.append(SpecIssue(fld, f"{where}{' of ' + entry if entry else ''}: {msg}", line, entry=entry))
         if spec is None:
+            # Every problem at once: the fields pydantic refused are left out and the rest is checked against
+            # the signature too (a bad dtype must not hide a missing count until it is fixed).
+            fn = model.function(entry) if entry else None
+            partial = _lenient_spec(block.body, [e[0] for e in errors])
+            if partial is not None and fn is not None and entry is not None:
+                removed = [e[0] for e in errors]
+                pb = BoundSpec(spec=partial, entry=entry, origin="comment", block=block, origin_path=model.path)
+                for iss in validate_against(pb, fn, model):
+                    # What the refused fields would have said is not news ("x needs dtype" after a bad dtype).
+                    if not any(iss.field == r or iss.field.startswith(r + ".") or r.startswith(iss.field + ".")
+                               for r in removed):  # fmt: skip
+                        issues.append(iss)
             continue
         if entry is None:
             issues.append(SpecIssue("entry", "spec is not followed by a function; add entry = \"NAME\"",
@@ -292,10 +325,100 @@ def specs_from_source(model: SourceModel) -> tuple[list[BoundSpec], list[SpecIss
     return bound, issues
 
 
+def _lenient_spec(text: str, refused: list[str]) -> KernelSpec | None:
+    """The spec ``text`` describes without the fields pydantic refused (``refused``: dotted paths), or ``None``."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return None
+    return _lenient_dict(data, refused)
+
+
+def _lenient_dict(data: dict[str, Any], refused: list[str]) -> KernelSpec | None:
+    todo = list(refused)
+    for _ in range(8):
+        for loc in todo:
+            parts = [p for p in loc.split(".") if p]
+            node: Any = data
+            for part in parts[:-1]:
+                node = node.get(part) if isinstance(node, dict) else None
+                if node is None:
+                    break
+            if isinstance(node, dict) and parts:
+                node.pop(parts[-1], None)
+        try:
+            return KernelSpec.model_validate(data)
+        except ValidationError as exc:
+            todo = [".".join(str(p) for p in e["loc"] if not str(p).startswith("function-after")) for e in exc.errors()]
+            todo = [re.sub(r"\.(str|int|float|list\[.*?\])$", "", t) for t in todo]
+    return None
+
+
+_TOML_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(?:#.*)?$")
+
+
+def _toml_key_path(raw: str) -> list[str]:
+    """``kernels."my kernel".args`` → ``["kernels", "my kernel", "args"]``."""
+    return [m.group(1) or m.group(2) or m.group(3) for m in
+            re.finditer(r'\s*(?:"([^"]*)"|\'([^\']*)\'|([^.\s"\']+))\s*(?:\.|$)', raw)]  # fmt: skip
+
+
+def spec_tables(text: str, prefix: tuple[str, ...] = ("kernels",)) -> dict[str, CommentBlock]:
+    """The ``[kernels.NAME]`` tables (with their ``[kernels.NAME.args]`` sub-tables) of a TOML text, or the
+    ``NAME = {...}`` lines of a ``[kernels]`` table, as blocks whose lines are the TOML file's lines."""
+    from kernellsp.source.model import Span
+
+    lines = text.split("\n")
+    rows: dict[str, list[int]] = {}
+    current: str | None = None
+    in_parent = False
+    for i, ln in enumerate(lines):
+        m = _TOML_HEADER.match(ln)
+        if m and not ln.lstrip().startswith("[["):
+            path = tuple(_toml_key_path(m.group(1)))
+            in_parent = path == prefix
+            current = path[len(prefix)] if path[: len(prefix)] == prefix and len(path) > len(prefix) else None
+            if current is not None:
+                rows.setdefault(current, []).append(i)
+            continue
+        if current is not None:
+            rows[current].append(i)
+        elif in_parent:
+            k = re.match(r'^\s*(?:"([^"]+)"|([\w-]+))\s*=', ln)
+            if k:
+                rows.setdefault(k.group(1) or k.group(2), []).append(i)
+    out = {}
+    for entry, nums in rows.items():
+        out[entry] = CommentBlock("\n".join(lines[i] for i in nums), nums,
+                                  Span(nums[0], 0, nums[-1], len(lines[nums[-1]])), "toml")  # fmt: skip
+    return out
+
+
+def workspace_tables(path: str | Path) -> dict[str, CommentBlock]:
+    """:func:`spec_tables` of a workspace spec file (kernellsp.toml or pyproject.toml); empty when unreadable."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError:
+        return {}
+    return _workspace_tables(str(p), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=16)
+def _workspace_tables(path: str, _mtime: int, _size: int) -> dict[str, CommentBlock]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    prefix = ("tool", "kernellsp", "kernels") if Path(path).name == "pyproject.toml" else ("kernels",)
+    return spec_tables(text, prefix)
+
+
 def load_workspace_specs(root: Path) -> tuple[dict[str, KernelSpec], list[SpecIssue], str | None]:
     """Specs from ``kernellsp.toml`` (``[kernels.NAME]``) or ``[tool.kernellsp.kernels.NAME]``.
 
-    Returns the specs by entry name, issues (line 0 of the file) and the file path they came from.
+    Returns the specs by entry name, issues (each on its line of that file: ``SpecIssue.path``) and the
+    file path they came from.
     """
     for name, getter in (
         ("kernellsp.toml", lambda d: d.get("kernels", {})),
@@ -307,26 +430,122 @@ def load_workspace_specs(root: Path) -> tuple[dict[str, KernelSpec], list[SpecIs
         try:
             data = tomllib.loads(p.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as exc:
-            return {}, [SpecIssue("toml", f"{p}: not valid TOML: {exc}", 0)], str(p)
+            m = re.search(r"at line (\d+)", str(exc))
+            return {}, [SpecIssue("toml", f"not valid TOML: {exc}", int(m.group(1)) - 1 if m else 0, path=str(p))], str(p)
         table = getter(data)
         if not table:
             continue
+        tables = workspace_tables(p)
         specs: dict[str, KernelSpec] = {}
         issues: list[SpecIssue] = []
         for entry, body in table.items():
+            block = tables.get(entry)
             if not isinstance(body, dict):
-                issues.append(SpecIssue(f"kernels.{entry}", f"{p}: kernels.{entry} must be a table", 0))
+                issues.append(SpecIssue(f"kernels.{entry}", f"kernels.{entry} must be a table",
+                                        block.span.start_line if block else 0, path=str(p), entry=entry))  # fmt: skip
                 continue
             body = dict(body)
             body.pop("file", None)
             spec, errors = spec_from_dict(body)
             for fld, msg, _ in errors:
-                issues.append(SpecIssue(fld, f"{p}: kernels.{entry}.{fld}: {msg}", 0))
+                issues.append(SpecIssue(fld, f"kernels.{entry}.{fld}: {msg}", _line_of(block, fld) if block else 0,
+                                        path=str(p), entry=entry))  # fmt: skip
             if spec is not None:
                 spec.entry = entry
                 specs[entry] = spec
         return specs, issues, str(p)
     return {}, [], None
+
+
+_CUDA_DEF = re.compile(r'(?:__global__|extern\s+"C")[^;{}()]*?\b([A-Za-z_]\w*)\s*\(')
+
+
+def unknown_workspace_entries(root: Path, origin: str | None, specs: dict[str, KernelSpec],
+                              max_files: int = 4000) -> list[SpecIssue]:  # fmt: skip
+    """A ``[kernels.NAME]`` table whose NAME no CUDA file of the workspace defines (a mistyped kernel name is
+    otherwise ignored in silence), with the nearest kernel names as suggestions; a ``file = "..."`` it names
+    must exist and define NAME."""
+    import difflib
+    import os
+
+    if origin is None:
+        return []
+    tables = workspace_tables(origin)
+    names = set(specs) | set(tables)
+    if not names:
+        return []
+    texts: dict[Path, str] = {}
+    for dirpath, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("node_modules", "__pycache__", "build", "dist")]
+        for f in files:
+            if f.endswith((".cu", ".cuh")) and len(texts) < max_files:
+                fp = Path(dirpath) / f
+                try:
+                    if fp.stat().st_size <= 8 * 1024 * 1024:
+                        texts[fp] = fp.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+    defined = {m.group(1) for t in texts.values() for m in _CUDA_DEF.finditer(t)}
+    out: list[SpecIssue] = []
+    raw = _raw_workspace_tables(origin)
+    for name in sorted(names):
+        block = tables.get(name)
+        line = block.span.start_line if block else 0
+        body = raw.get(name)
+        file = body.get("file") if isinstance(body, dict) else None
+        if isinstance(file, str):
+            fp = (root / file).resolve()
+            if not fp.is_file():
+                out.append(SpecIssue("file", f"kernels.{name}.file: no such file {file!r} (relative to {root})",
+                                     _line_of(block, "file") if block else line, path=origin, entry=name))  # fmt: skip
+                continue
+            text = texts.get(fp)
+            if text is None:
+                try:
+                    text = fp.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+            if not re.search(rf"\b{re.escape(name)}\s*\(", text):
+                out.append(SpecIssue("file", f"kernels.{name}: {file} defines no function named {name}", line,
+                                     path=origin, entry=name))  # fmt: skip
+            continue
+        if any(re.search(rf"\b{re.escape(name)}\s*[(<]", t) for t in texts.values()):
+            continue
+        close = difflib.get_close_matches(name, sorted(defined), n=3)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        out.append(SpecIssue("kernels", f"kernels.{name}: no kernel or host launcher named {name} in the CUDA files "
+                                        f"under {root}, so this spec is never used{hint}", line, path=origin,
+                             entry=name))  # fmt: skip
+    return out
+
+
+def partial_workspace_issues(origin: str, entry: str, model: SourceModel) -> list[SpecIssue]:
+    """For a workspace spec pydantic refused: the signature check of the rest of it (so every problem shows at
+    once), without what the refused fields would have said."""
+    body = _raw_workspace_tables(origin).get(entry)
+    fn = model.function(entry)
+    if not isinstance(body, dict) or fn is None:
+        return []
+    body = {k: v for k, v in body.items() if k != "file"}
+    _, errors = spec_from_dict(body)
+    removed = [e[0] for e in errors]
+    partial = _lenient_dict(body, removed) if removed else None
+    if partial is None:
+        return []
+    pb = BoundSpec(spec=partial, entry=entry, origin="workspace", origin_path=origin,
+                   table=workspace_tables(origin).get(entry))  # fmt: skip
+    return [i for i in validate_against(pb, fn, model)
+            if not any(i.field == r or i.field.startswith(r + ".") or r.startswith(i.field + ".") for r in removed)]  # fmt: skip
+
+
+def _raw_workspace_tables(origin: str) -> dict[str, Any]:
+    p = Path(origin)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
+        return {}
+    table = data.get("tool", {}).get("kernellsp", {}).get("kernels", {}) if p.name == "pyproject.toml" else data.get("kernels", {})
+    return table if isinstance(table, dict) else {}
 
 
 def find_workspace_root(path: Path) -> Path | None:
@@ -367,7 +586,8 @@ def validate_against(bound: BoundSpec, fn: Function | None, model: SourceModel |
     out: list[SpecIssue] = []
 
     def add(fld: str, msg: str, severity: Literal["error", "warning"] = "error") -> None:
-        out.append(SpecIssue(fld, f"spec field '{fld}' of {bound.entry}: {msg}", bound.line_of(fld), severity))
+        out.append(SpecIssue(fld, f"spec field '{fld}' of {bound.entry}: {msg}", bound.line_of(fld), severity,
+                             path=bound.issue_path, entry=bound.entry))  # fmt: skip
 
     if fn is None:
         add("entry", f"no function named {bound.entry!r} in this file")
@@ -415,6 +635,10 @@ def validate_against(bound: BoundSpec, fn: Function | None, model: SourceModel |
                     add(f"args.{name}.dir", f"{name!r} is const but dir = {arg.dir!r}; a const pointer is an input")
             if arg.dist and arg.dir == "out":
                 add(f"args.{name}.dist", f"{name!r} is an output: its contents are poisoned, not drawn from dist", "warning")
+        elif dtype_for_ctype(p.base_type) is None and f"{p.name} ({p.base_type.strip()})" in _struct_params(fn):
+            add(f"args.{name}", f"{name!r} is a {p.base_type.strip()} passed by value: launch specs cannot describe "
+                                "struct arguments yet; add a host launcher that builds it from pointers and scalars, "
+                                "and put the spec on the launcher")  # fmt: skip
         else:
             if arg.value is None:
                 add(f"args.{name}", f"scalar argument {name!r} needs value (a number or an expression over sizes)")
@@ -479,6 +703,12 @@ def validate_against(bound: BoundSpec, fn: Function | None, model: SourceModel |
     return out
 
 
+def _struct_params(fn: Function) -> list[str]:
+    from kernellsp.source.draft import struct_params
+
+    return struct_params(fn)
+
+
 def launch_dims(launch: LaunchSpec, names: dict[str, exprs.Value]) -> tuple[list[int], list[int], int] | str:
     """Evaluate grid/block/smem to integer triples, or return an error string."""
     try:
@@ -534,21 +764,30 @@ def spec_to_toml(spec: KernelSpec, include_entry: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def format_comment_block(spec: KernelSpec, indent: str = "") -> str:
-    """A ``/* kernellsp ... */`` block holding ``spec``, ready to insert above its entry."""
-    body = spec_to_toml(spec)
+def format_comment_block(spec: KernelSpec, indent: str = "", notes: Iterable[str] = ()) -> str:
+    """A ``/* kernellsp ... */`` block holding ``spec``, ready to insert above its entry; each of ``notes`` (what a
+    draft could not infer) becomes a ``# CHECK:`` comment line on top."""
+    body = "".join(f"# CHECK: {n}\n" for n in notes) + spec_to_toml(spec)
     return indent + "/* kernellsp\n" + "".join(indent + ln + "\n" for ln in body.rstrip("\n").split("\n")) + indent + "*/\n"
 
 
 def draft_spec(fn: Function, model: SourceModel) -> KernelSpec:
-    """A runnable first draft for ``fn`` derived from its signature and its launch sites.
+    """A runnable first draft for ``fn``: :func:`draft_with_notes` without the notes."""
+    return draft_with_notes(fn, model)[0]
 
-    Scalars named like sizes (``n``, ``N``, ``rows``) become sizes; every pointer gets a dtype from
-    its C type, ``dir = "in"`` when const and ``"inout"`` otherwise (the conservative choice: the
-    harness then checks the whole buffer), and a count of the first size. The launch comes from the
-    first launch site when its expressions only use the kernel's own scalar parameters, otherwise a
-    1-D grid over the first size with 256 threads.
+
+def draft_with_notes(fn: Function, model: SourceModel) -> tuple[KernelSpec, list[str]]:
+    """A first draft for ``fn`` from its signature, its launch sites and its indexing, and what it could not infer.
+
+    Scalars named like sizes (``n``, ``N``, ``rows``) become sizes; every pointer gets a dtype from its C type,
+    a direction from how the kernel uses it (``const`` or only read: ``in``; only written: ``out``; else
+    ``inout``) and a count from the largest index it is used at (:mod:`kernellsp.source.draft`). The launch
+    comes from the first launch site when its expressions only use the kernel's own scalar parameters,
+    otherwise from the kernel's indexing (a 2-D grid for a kernel indexed by ``.y``). Size values keep each
+    buffer a few MiB. The notes name what could not be inferred (the block shows them as ``# CHECK:``).
     """
+    from kernellsp.source import draft as drafting
+
     sizes: dict[str, int | str] = {}
     args: dict[str, ArgSpec] = {}
     scalars = [p for p in fn.params if not p.is_pointer]
@@ -556,17 +795,38 @@ def draft_spec(fn: Function, model: SourceModel) -> KernelSpec:
     for p in scalars:
         if dtype_for_ctype(p.base_type) and dtype_for_ctype(p.base_type)[0].startswith(("i", "u")):  # type: ignore[index]
             size_names.append(p.name)
+    upper: dict[str, str] = {}
     for n in size_names:
-        sizes[n.upper() if n.upper() not in sizes else n] = 1 << 20
+        upper[n] = n.upper() if n.upper() not in upper.values() else n
+    inferred = drafting.infer(fn, model, upper)
+    notes = list(inferred.notes)
+    # Size values that keep each buffer a few MiB: a matrix side (it meets another size in one count, or spans a
+    # 2-D grid) 2048, a 1-D extent 1 << 20; a size that only bounds a loop or a small buffer (a filter radius) 64.
+    names_in = lambda text: set(re.findall(r"[A-Za-z_]\w*", text))  # noqa: E731
+    multi = {n for c in inferred.counts.values() for n in names_in(c) if len(names_in(c) & set(upper.values())) > 1}
+    extents = {n for g in inferred.grid or [] for n in names_in(g)} - {"ceil_div"}
+    for n in size_names:
+        u = upper[n]
+        if u in multi or (u in extents and len(inferred.grid or []) > 1):
+            sizes[u] = 2048
+        elif u in extents or inferred.grid is None:
+            sizes[u] = 1 << 20
+        else:
+            sizes[u] = 64
+            notes.append(f"sizes.{u}: 64 is a guess ({n} bounds no buffer and no grid axis kernellsp could read)")
     first = next(iter(sizes), None)
     if first is None:
         sizes["N"] = 1 << 20
         first = "N"
-    upper = {n: n.upper() for n in size_names}
+        if any(p.is_pointer for p in fn.params):
+            notes.append("sizes: the kernel has no integer size parameter; N is a guess for the element counts")
     for p in fn.params:
         if p.is_pointer:
             accepted = dtype_for_ctype(p.base_type) or ("f32",)
-            args[p.name] = ArgSpec(dtype=accepted[0], dir="in" if p.is_const else "inout", count=first)  # type: ignore[arg-type]
+            if dtype_for_ctype(p.base_type) is None:
+                notes.append(f"args.{p.name}.dtype: {p.base_type} is not a type kernellsp knows; f32 is a guess")
+            direction = "in" if p.is_const else inferred.dirs.get(p.name, "inout")
+            args[p.name] = ArgSpec(dtype=accepted[0], dir=direction, count=inferred.counts.get(p.name, first))  # type: ignore[arg-type]
         elif p.name in upper:
             args[p.name] = ArgSpec(value=upper[p.name])
         else:
@@ -574,13 +834,23 @@ def draft_spec(fn: Function, model: SourceModel) -> KernelSpec:
             args[p.name] = ArgSpec(value=1.0 if accepted[0].startswith(("f", "bf")) else 1)
     launch = None
     if fn.kind == "global":
-        launch = LaunchSpec(grid=f"ceil_div({first}, 256)", block=256)
+        if inferred.grid is not None and inferred.block is not None:
+            one = len(inferred.grid) == 1
+            launch = LaunchSpec(grid=inferred.grid[0] if one else list(inferred.grid),
+                                block=inferred.block[0] if one else list(inferred.block))  # fmt: skip
+        else:
+            launch = LaunchSpec(grid=f"ceil_div({first}, 256)", block=256)
         for site in model.launches_of(fn.name):
             if len(site.config) >= 2 and _only_literals(site.config[:2], set(upper.values()) | set(upper)):
                 g, b = (_upper_names(c, upper) for c in site.config[:2])
                 launch = LaunchSpec(grid=g, block=b)
                 break
-    return KernelSpec(entry=fn.name, sizes=sizes, launch=launch, args=args, shapes=[{first: 1000}])
+    # A correctness shape of sizes that divide no block: 1000 for a 1-D extent, odd sides for a matrix.
+    if len(sizes) == 1 or not multi:
+        shapes = [{first: 1000}]
+    else:
+        shapes = [{k: (100, 77, 33, 129, 5)[i % 5] for i, k in enumerate(sizes)}]
+    return KernelSpec(entry=fn.name, sizes=sizes, launch=launch, args=args, shapes=shapes), notes
 
 
 def _only_literals(exprs_text: Iterable[str], allowed: set[str]) -> bool:

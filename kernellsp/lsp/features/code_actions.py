@@ -21,6 +21,7 @@ from pygls.capabilities import get_capability
 from kernellsp.lsp.convert import SOURCE
 from kernellsp.lsp.server import KernelLspServer
 from kernellsp.source import spec
+from kernellsp.source.draft import draft_problem
 from kernellsp.source.model import Function, SourceModel
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,8 @@ def launch_spec_text_edit(fn: Function, model: SourceModel, eol: str = "\n") -> 
     start = (fn.outer_span or fn.span).start_line
     line_text = model.lines[start] if start < len(model.lines) else ""
     indent = line_text[: len(line_text) - len(line_text.lstrip())]
-    block = spec.format_comment_block(spec.draft_spec(fn, model), indent)
+    draft, notes = spec.draft_with_notes(fn, model)
+    block = spec.format_comment_block(draft, indent, notes)
     if eol != "\n":
         block = block.replace("\n", eol)
     pos = types.Position(line=start, character=0)
@@ -113,9 +115,18 @@ def code_actions(ls: KernelLspServer, params: types.CodeActionParams) -> list[ty
     eol = eol_of(model)
     preferred = bool(get_capability(ls.client_capabilities, "text_document.code_action.is_preferred_support", False))
     actions: list[types.CodeAction] = []
+    disabled_ok = bool(get_capability(ls.client_capabilities, "text_document.code_action.disabled_support", False))
     for name, diags in wanted.items():
         target = model.function(name)
         if target is None or not target.is_kernel or not target.has_body or name in specced:
+            continue
+        problem = draft_problem(target)
+        if problem is not None:
+            # A draft would fail on save (a struct argument): say why instead, greyed out, where the client can.
+            if disabled_ok:
+                actions.append(types.CodeAction(title=f"Add launch spec for {name}", kind=types.CodeActionKind.QuickFix,
+                                                diagnostics=diags or None,
+                                                disabled=types.CodeActionDisabled(reason=problem)))  # fmt: skip
             continue
         edit = launch_spec_text_edit(target, model, eol)
         actions.append(types.CodeAction(

@@ -24,10 +24,11 @@ from lsprotocol import types
 
 from kernellsp.lsp.features.code_actions import eol_of, launch_spec_text_edit, workspace_edit
 from kernellsp.lsp.features.diagnostics import start_check
-from kernellsp.lsp.server import CheckResult, KernelLspServer
+from kernellsp.lsp.server import CheckResult, CommandError, KernelLspServer
 from kernellsp.lsp.worker import parse_document
 from kernellsp.rules.engine import RuleError, load_rules
 from kernellsp.source import spec
+from kernellsp.source.draft import draft_problem
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,10 @@ async def add_launch_spec(ls: KernelLspServer, uri: str, kernel: str) -> dict[st
         return {"applied": False, "reason": f"no __global__ kernel named {kernel!r} in this document"}
     if any(b.entry == kernel for b in spec.specs_from_source(model)[0]):
         return {"applied": False, "reason": f"{kernel} already has a launch spec"}
+    problem = draft_problem(fn)
+    if problem is not None:
+        ls.notify(f"kernellsp: no launch spec for {kernel}: {problem}", types.MessageType.Warning)
+        return {"applied": False, "reason": problem}
     edit = workspace_edit(ls, uri, version, launch_spec_text_edit(fn, model, eol_of(model)))
     result = await ls.workspace_apply_edit_async(
         types.ApplyWorkspaceEditParams(edit=edit, label=f"Add launch spec for {kernel}")
@@ -69,7 +74,7 @@ def rule_text(code: str, workspace: Path | None) -> str:
     rs = load_rules(workspace)
     r = rs.get(code.strip().upper())
     if r is None:
-        raise ValueError(f"no rule {code!r}; known: {', '.join(sorted(rs.rules))}")
+        raise CommandError(f"no rule {code!r}; known: {', '.join(sorted(rs.rules))}")
     lines = [
         f"{r.code} {r.name}: {r.title}",
         f"severity: {r.severity.value}   scope: {r.scope}   category: {r.category}   source: {r.source}",
@@ -89,7 +94,7 @@ async def show_rule(ls: KernelLspServer, code: str) -> str:
     try:
         return await ls.jobs.run_blocking(rule_text, code, ls.workspace_root())
     except RuleError as exc:
-        raise ValueError(f"malformed rule file: {exc}") from None
+        raise CommandError(f"malformed rule file: {exc}") from None
 
 
 def summary(res: CheckResult) -> dict[str, Any]:

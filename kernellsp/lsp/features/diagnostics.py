@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
@@ -25,6 +26,8 @@ from kernellsp.lsp.worker import ClientOptions, check_document
 log = logging.getLogger(__name__)
 
 KIND = "check"
+#: The diagnostics layer of the workspace spec file (kernellsp.toml / pyproject.toml).
+WORKSPACE_SPECS = "workspace-specs"
 #: How long a check waits for the first ``workspace/configuration`` answer before it goes ahead.
 SETTINGS_WAIT_S = 5.0
 CUDA_LANGUAGE_IDS = {"cuda", "cuda-cpp", "cu"}
@@ -78,6 +81,9 @@ def start_check(ls: KernelLspServer, uri: str, delay_s: float = 0.0, profile: bo
                              diagnostics=outcome.diagnostics, settings=settings, seconds=outcome.seconds)  # fmt: skip
         ls.results[uri] = result
         ls.publish_layer(uri, KIND, version, outcome.diagnostics)
+        for other_path, diags in outcome.other_files.items():
+            # kernellsp.toml's own problems, on its lines (whichever CUDA file's check found them).
+            ls.publish_layer(Path(other_path).as_uri(), WORKSPACE_SPECS, None, diags)
         progress.report(counted(len(outcome.diagnostics), "finding"), 100)
         return result
 

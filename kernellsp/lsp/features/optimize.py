@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.capabilities import get_capability
 
 from kernellsp.lsp.convert import RangeMapper
 from kernellsp.lsp.features.code_actions import kind_requested, workspace_edit
@@ -88,6 +89,13 @@ def _optimize_actions(ls: KernelLspServer, params: types.CodeActionParams) -> li
     _version, model = found
     start, end = params.range.start.line, params.range.end.line
     out: list[types.CodeAction] = []
+    # Without a GPU the action would only fail when chosen: offer it greyed out with the reason (clients that
+    # support `disabled`), or not at all.
+    known = ls.gpu_runner_known()
+    no_gpu = known[1] if known is not None and known[0] is None else None
+    if no_gpu is not None and not get_capability(ls.client_capabilities, "text_document.code_action.disabled_support",
+                                                 False):  # fmt: skip
+        return []
     for entry in _entries(model):
         fn = model.function(entry)
         if fn is None or not fn.has_body:
@@ -109,6 +117,7 @@ def _optimize_actions(ls: KernelLspServer, params: types.CodeActionParams) -> li
             diagnostics=diags or None,
             command=types.Command(title=f"Optimize {entry} with verified rewrite", command=OPTIMIZE,
                                   arguments=[uri, entry]),
+            disabled=types.CodeActionDisabled(reason=f"no GPU to verify a rewrite on: {no_gpu}") if no_gpu else None,
         ))  # fmt: skip
     return out
 

@@ -40,15 +40,19 @@ def apply_settings(ls: KernelLspServer) -> bool | None:
     """Rebuild the settings from the stored sections; returns whether they changed.
 
     On invalid settings, tells the user once (naming the field), keeps the previous settings and
-    returns ``None``.
+    returns ``None``. The same problem is not shown again (start-up resolves the settings several times:
+    initialize, its fallback, the first configuration pull) until the settings were valid in between.
     """
     merged = merge(ls.init_section, ls.config_section)
     try:
         settings, options = resolve(ls.workspace_root(), merged)
     except ConfigError as exc:
         log.warning("invalid settings: %s", exc)
-        ls.notify(f"kernellsp: invalid setting {exc}; keeping the previous settings", types.MessageType.Error)
+        if ls.settings_error_shown != str(exc):
+            ls.settings_error_shown = str(exc)
+            ls.notify(f"kernellsp: invalid setting {exc}; keeping the previous settings", types.MessageType.Error)
         return None
+    ls.settings_error_shown = None
     changed = settings != ls.settings or options != ls.options
     ls.settings, ls.options = settings, options
     if changed:

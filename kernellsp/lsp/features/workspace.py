@@ -27,7 +27,7 @@ from kernellsp.findings import counted
 from kernellsp.lsp.features.diagnostics import KIND as CHECK_KIND
 from kernellsp.lsp.features.diagnostics import client_options, start_check
 from kernellsp.lsp.jobs import ProgressReporter
-from kernellsp.lsp.server import KernelLspServer
+from kernellsp.lsp.server import CommandError, KernelLspServer
 from kernellsp.lsp.worker import check_document
 from kernellsp.optimize.loop import ApplyError, revert
 
@@ -44,12 +44,12 @@ async def check_workspace(ls: KernelLspServer) -> dict[str, Any]:
     """Check every CUDA file of the workspace and publish the diagnostics of each."""
     root = ls.workspace_root()
     if root is None:
-        raise ValueError("no workspace folder is open")
+        raise CommandError("no workspace folder is open")
     notes: list[str] = []
     try:
         files = await ls.jobs.run_blocking(collect_files, [root], notes)
     except CheckError as exc:
-        raise ValueError(str(exc)) from None
+        raise CommandError(str(exc)) from None
     root_uri = from_fs_path(str(root)) or str(root)
     open_docs = {doc.uri: doc for doc in ls.workspace.text_documents.values()}
 
