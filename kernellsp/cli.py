@@ -480,8 +480,12 @@ def _print_explain(file: Path, text: str, entry: str, json_out: bool) -> None:
 
 @app.command()
 def optimize(
-    file: Annotated[Path, typer.Argument(help="A CUDA file with a launch spec.", show_default=False)],
+    files: Annotated[list[Path], typer.Argument(help="A CUDA file with a launch spec (with --all: files and "
+                                                     "folders).", show_default=False)],
     kernel: Annotated[str | None, typer.Option("--kernel", "-k", help="The spec'd entry to optimize.")] = None,
+    all_entries: Annotated[bool, typer.Option("--all", help="Optimize every spec'd entry of the given files and "
+                                              "folders (across the pool with runner = pool) and print a summary "
+                                              "table; --html writes the table as a page.")] = False,
     apply: Annotated[bool, typer.Option("--apply", help="Write the verified winner (a backup is kept).")] = False,
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="text or json.")] = OutputFormat.text,
     json_out: Annotated[bool, typer.Option("--json", hidden=True, help="The same as --format json.")] = False,
@@ -520,6 +524,13 @@ def optimize(
     json_out = _json_format(output_format, json_out, "optimize")
     if proposer not in ("auto", "recipes", "tuner", "llm"):
         raise _fail(f"--proposer {proposer}: expected auto, recipes, tuner or llm")
+    if all_entries:
+        if kernel or apply or explain:
+            raise _fail("--all optimizes every spec'd entry and writes no file: drop --kernel, --apply and --explain")
+        _optimize_all(files, json_out, html_out, proposer, rounds, candidates, min_gain, seeds, gpu_host)
+    if len(files) != 1:
+        raise _fail(f"optimize takes one file ({len(files)} given); to optimize every entry of several, add --all")
+    file = files[0]
     text = _read_cuda(file)
     entry = _pick_entry(file, text, kernel)
     if explain:
@@ -589,6 +600,100 @@ def optimize(
     if html_out is not None:
         _optimize_html(html_out, file, entry, result, runner, settings)
     raise typer.Exit(0 if result.accepted else 1)
+
+
+def _optimize_all(paths: list[Path], json_out: bool, html_out: Path | None, proposer: str, rounds: int | None,
+                  candidates: int | None, min_gain: float | None, seeds: int, gpu_host: str | None) -> None:  # fmt: skip
+    """``optimize PATH... --all``: every spec'd entry, side by side on the pool (one by one otherwise), then the
+    summary table (text, JSON, and an HTML page with --html). Exit 0 when any entry got a verified rewrite."""
+    import threading
+    import time
+
+    from kernellsp.build.nvcc import Cancelled
+    from kernellsp.check import CheckError, CheckOptions, check_text, collect_files
+    from kernellsp.optimize import fanout
+    from kernellsp.optimize.loop import OptimizeError, OptimizeOptions, default_proposers
+    from kernellsp.optimize.propose.base import ProposerError
+    from kernellsp.optimize.verify.gate import VerifyOptions
+    from kernellsp.rules.engine import load_rules
+    from kernellsp.run.runner import Runner, RunnerError
+    from kernellsp.source.spec import find_workspace_root
+
+    notes: list[str] = []
+    try:
+        found = collect_files(paths, notes)
+    except CheckError as exc:
+        raise _fail(str(exc)) from None
+    jobs, more = fanout.find_entries(found)
+    for n in notes + more:
+        err_console.print(f"note: {n}", markup=False)
+    if not jobs:
+        raise _fail("no spec'd entry in the given paths: add a /* kernellsp ... */ launch spec above a kernel")
+    if html_out is not None:
+        _check_html_target(html_out)
+    settings = _settings(paths[0], gpu_host)
+    runner, problem = _make_runner(settings)
+    if runner is None:
+        raise _fail(f"cannot optimize: {problem}")
+    assert isinstance(runner, Runner)
+    ruleset = load_rules(find_workspace_root(paths[0]))
+    try:
+        default_proposers(settings, ruleset, proposer)  # a bad --proposer or LLM setting fails before any work
+    except (OptimizeError, ProposerError) as exc:
+        raise _fail(str(exc)) from None
+    findings_of: dict[Path, list[Any]] = {}
+    lock = threading.Lock()
+
+    def findings(job: Any) -> list[Any]:
+        with lock:  # one static check per file, however many of its entries run
+            if job.path not in findings_of:
+                findings_of[job.path] = check_text(job.path, job.text, CheckOptions(), ruleset).findings
+            return findings_of[job.path]
+
+    def options(_job: Any) -> OptimizeOptions:
+        n = candidates or settings.optimize_candidates
+        return OptimizeOptions(rounds=rounds or settings.optimize_rounds, candidates=n, parallel=n,
+                               min_gain_pct=settings.min_gain_pct if min_gain is None else min_gain,
+                               verify=VerifyOptions(seeds=seeds))  # fmt: skip
+
+    done = [0]
+
+    def on_done(o: Any) -> None:
+        with lock:
+            done[0] += 1
+            sp = f" {o.speedup:.2f}x" if o.speedup else ""
+            err_console.print(f"[{done[0]}/{len(jobs)}] {o.path}:{o.entry}: {o.verdict}{sp} ({o.wall_s:.0f} s)",
+                              markup=False)  # fmt: skip
+
+    cancel = threading.Event()
+    t0 = time.monotonic()
+    try:
+        if err_console.is_terminal and not json_out:
+            with err_console.status("optimizing…") as status:
+                def progress(job: Any, m: str) -> None:
+                    status.update(f"{done[0]}/{len(jobs)} done | {job.path.name}:{job.entry}: {m}")
+
+                outcomes = fanout.optimize_all(jobs, runner, lambda _j: default_proposers(settings, ruleset, proposer),
+                                               options, findings, cancel, progress, on_done)  # fmt: skip
+        else:
+            outcomes = fanout.optimize_all(jobs, runner, lambda _j: default_proposers(settings, ruleset, proposer),
+                                           options, findings, cancel, None, on_done)  # fmt: skip
+    except KeyboardInterrupt:
+        cancel.set()
+        raise _fail("interrupted: no file was changed", 130) from None
+    except Cancelled:
+        raise _fail("cancelled: no file was changed", 130) from None
+    except RunnerError as exc:
+        raise _fail(str(exc)) from None
+    wall = time.monotonic() - t0
+    if json_out:
+        typer.echo(fanout.summary_json(outcomes, wall, {"runner": runner.name}), nl=False)
+    else:
+        typer.echo(fanout.summary_text(outcomes, wall), nl=False)
+    if html_out is not None:
+        html_out.write_text(fanout.summary_html(outcomes, f"kernellsp optimize --all ({runner.name})", wall))
+        err_console.print(f"wrote {html_out}", markup=False)
+    raise typer.Exit(0 if any(o.accepted for o in outcomes) else 1)
 
 
 def _optimize_html(path: Path, file: Path, entry: str, result: Any, runner: Any, settings: Settings) -> None:

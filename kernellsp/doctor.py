@@ -105,6 +105,8 @@ def run_checks(workspace: Path | None = None) -> list[Check]:
                                 "to one nvcc builds, e.g. sm_90", required=True))  # fmt: skip
         runner = settings.runner if not settings.gpu_host else f"ssh {settings.gpu_host}"
         checks.append(Check("runner", "ok", runner))
+        if settings.runner == "pool":
+            checks.extend(pool_checks(settings))
     checks.extend(sandbox_checks(settings.gpu_host if settings is not None else None))
     return checks
 
@@ -138,4 +140,32 @@ def sandbox_checks(gpu_host: str | None = None) -> list[Check]:
             fix = ("" if status.mode == "off" else "install bubblewrap on the runner host (apt-get install bubblewrap) "
                    "and allow unprivileged user namespaces; ") + "KERNELLSP_SANDBOX=require refuses to run unconfined"  # fmt: skip
             out.append(Check(name, "warn", status.describe(), fix))
+    return out
+
+
+def pool_checks(settings: Settings) -> list[Check]:
+    """``runner = "pool"``: the scheduler, and each worker with its GPU (a local pool is started to ask)."""
+    try:
+        from kernellsp.run import pool as poolmod
+    except ImportError as exc:
+        return [Check("pool", "missing", f"runner = pool, but Dask is not installed ({exc.name})",
+                      "pip install 'kernellsp[cluster]'", required=True)]  # fmt: skip
+    p = settings.pool
+    pool = poolmod.Pool(p.scheduler, list(p.gpus), p.gpu_model, connect_timeout_s=p.connect_timeout_s)
+    try:
+        workers = pool.workers()
+    except poolmod.PoolError as exc:
+        pool.close()
+        return [Check("pool", "missing", str(exc), "see docs/cluster.md", required=True)]
+    pool.close()
+    usable = [w for w in workers if w.gpu is not None]
+    models = sorted({w.gpu.name for w in usable if w.gpu is not None})
+    head = Check("pool", "ok" if usable else "missing",
+                 f"{pool.label}: {len(workers)} workers, {len(usable)} with a GPU" + (f" ({', '.join(models)})" if models else ""),
+                 "" if usable else "start dask-cuda-worker SCHEDULER-ADDRESS on each GPU host (docs/cluster.md)",
+                 required=True)  # fmt: skip
+    out = [head]
+    for line in poolmod.describe_workers(workers):
+        bad = line.startswith("warning:") or ": no GPU:" in line
+        out.append(Check("pool worker", "warn" if bad else "ok", line))
     return out

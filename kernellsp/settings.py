@@ -2,7 +2,7 @@
 
 Read, lowest precedence first, from: defaults; ``[tool.kernellsp.settings]`` of the workspace's
 ``pyproject.toml``; ``[settings]`` of ``kernellsp.toml``; environment variables
-(``KERNELLSP_ARCH``, ``KERNELLSP_RUNNER``, ``KERNELLSP_GPU_HOST``, ``KERNELLSP_LLM_BASE_URL``,
+(``KERNELLSP_ARCH``, ``KERNELLSP_RUNNER``, ``KERNELLSP_GPU_HOST``, ``KERNELLSP_POOL_SCHEDULER``, ``KERNELLSP_LLM_BASE_URL``,
 ``KERNELLSP_LLM_MODEL``, ``KERNELLSP_LLM_API_KEY_ENV``); then explicit overrides (command-line
 options, LSP ``initializationOptions`` and ``workspace/configuration``). The LLM key itself is never
 stored: settings name the environment variable that holds it.
@@ -46,6 +46,32 @@ class LlmSettings(BaseModel):
         return bool(self.base_url and self.model)
 
 
+class PoolSettings(BaseModel):
+    """Where ``runner = "pool"`` verifies candidates: a Dask cluster of GPU workers (docs/cluster.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scheduler: str = Field(
+        default="local",
+        description="The Dask scheduler of the pool: \"local\" starts one worker per GPU of this host (dask-cuda's "
+        "LocalCUDACluster), or an address such as tcp://gpu-head:8786 (dask-cuda-worker on each GPU host, or "
+        "dask-jobqueue on Slurm/PBS). Needs pip install 'kernellsp[cluster]'.",
+    )
+    gpus: list[str] = Field(
+        default_factory=list,
+        description="For scheduler \"local\": the GPUs to start workers on, as indices or UUIDs (empty: every GPU "
+        "of this host). A cluster at an address uses the workers it has.",
+    )
+    gpu_model: str | None = Field(
+        default=None,
+        description="Verify only on workers whose GPU name contains this (e.g. H100); unset: the model with the "
+        "most workers. Verdicts are only ever compared between GPUs of one model.",
+    )
+    connect_timeout_s: float = Field(
+        default=60.0, gt=0, description="How long to wait for the scheduler and its first GPU worker, seconds."
+    )
+
+
 def _editor(path: str) -> dict[str, Any]:
     """Where a setting sits in an editor's ``kernellsp`` section when not at its camelCase name."""
     return {"editor": path}
@@ -64,10 +90,11 @@ class Settings(BaseModel):
         default="sm_90",
         description="Target GPU architecture for builds and occupancy (sm_80, sm_90, sm_100a, ...; the installed nvcc decides which it builds).",
     )
-    runner: Literal["local", "ssh", "none"] = Field(
+    runner: Literal["local", "ssh", "pool", "none"] = Field(
         default="local",
         description="Where builds and runs for profiling and rewrites happen: local (this host's GPU), ssh "
-        "(the GPU host in gpuHost), none (static findings only).",
+        "(the GPU host in gpuHost), pool (rewrites verified on the GPUs of a Dask cluster, see pool; profiling "
+        "then needs local or ssh), none (static findings only).",
     )
     gpu_host: str | None = Field(
         default=None, description="user@host of the GPU machine, for runner ssh (or to profile remotely)."
@@ -131,6 +158,7 @@ class Settings(BaseModel):
         description="Rules never to report: codes or code prefixes (KL404, KL5).",
     )
     llm: LlmSettings = Field(default_factory=LlmSettings, description="The LLM proposer's endpoint.")
+    pool: PoolSettings = Field(default_factory=PoolSettings, description="The GPU pool of runner = pool.")
     optimize_rounds: int = Field(
         default=4,
         ge=1,
@@ -175,6 +203,8 @@ def _env_layer() -> dict[str, Any]:
         layer["runner"] = env["KERNELLSP_RUNNER"]
     if env.get("KERNELLSP_GPU_HOST"):
         layer["gpu_host"] = env["KERNELLSP_GPU_HOST"]
+    if env.get("KERNELLSP_POOL_SCHEDULER"):
+        layer["pool"] = {"scheduler": env["KERNELLSP_POOL_SCHEDULER"]}
     llm: dict[str, Any] = {}
     for key, name in (("base_url", "KERNELLSP_LLM_BASE_URL"), ("model", "KERNELLSP_LLM_MODEL"),
                       ("api_key_env", "KERNELLSP_LLM_API_KEY_ENV")):  # fmt: skip

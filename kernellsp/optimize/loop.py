@@ -139,28 +139,44 @@ class Memory:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.records: list[dict[str, Any]] = []
-        if path.is_file():
-            # A damaged history (it is only a record of attempts) starts afresh rather than stopping the loop.
-            try:
-                data = json.loads(path.read_text())
-            except (OSError, ValueError):
-                data = None
-            records = data.get("records") if isinstance(data, dict) else None
-            self.records = [r for r in records if isinstance(r, dict) and isinstance(r.get("file"), str)
-                            and isinstance(r.get("entry"), str)] if isinstance(records, list) else []  # fmt: skip
+        self.records: list[dict[str, Any]] = self._load(path)
+        #: Records added since the last save (only these are written: the file may have grown meanwhile).
+        self._unsaved: list[dict[str, Any]] = []
+
+    @staticmethod
+    def _load(path: Path) -> list[dict[str, Any]]:
+        if not path.is_file():
+            return []
+        # A damaged history (it is only a record of attempts) starts afresh rather than stopping the loop.
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            data = None
+        records = data.get("records") if isinstance(data, dict) else None
+        return [r for r in records if isinstance(r, dict) and isinstance(r.get("file"), str)
+                and isinstance(r.get("entry"), str)] if isinstance(records, list) else []  # fmt: skip
 
     def tried(self, file: str, entry: str) -> list[dict[str, Any]]:
         return [r for r in self.records if r.get("file") == file and r.get("entry") == entry]
 
     def add(self, rec: dict[str, Any]) -> None:
         self.records.append(rec)
+        self._unsaved.append(rec)
 
     def save(self) -> None:
+        """Append this run's new records to the file as it is now, under a lock: runs of several entries of one
+        workspace (``optimize --all``) save side by side, and none may drop another's records."""
+        import fcntl
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"version": 1, "records": self.records}, indent=1) + "\n")
-        tmp.replace(self.path)
+        with open(self.path.with_name(self.path.name + ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            records = self._load(self.path) + self._unsaved
+            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+            tmp.write_text(json.dumps({"version": 1, "records": records}, indent=1) + "\n")
+            tmp.replace(self.path)
+        self._unsaved = []
+        self.records = records
 
 
 def _rel(path: Path) -> str:
@@ -239,8 +255,7 @@ def optimize(
     memory = Memory(sdir / "memory.json")
     rel = _rel(path)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    bundle = (bundle_root or sdir / "runs") / f"{stamp}-{path.stem}-{entry}"
-    bundle.mkdir(parents=True, exist_ok=True)
+    bundle = _fresh_dir((bundle_root or sdir / "runs") / f"{stamp}-{path.stem}-{entry}")
     (bundle / f"original{path.suffix}").write_text(text)
     champion = text
     champion_speedup = 1.0
@@ -358,6 +373,20 @@ def optimize(
     )  # fmt: skip
     _write_bundle(bundle, path, result)
     return result
+
+
+def _fresh_dir(want: Path) -> Path:
+    """``want``, or ``want-2``, ``want-3``... whichever does not exist yet, created: runs that start in the same
+    second on files of one name (``optimize --all`` over ``a/k.cu`` and ``b/k.cu``) never share a bundle."""
+    want.parent.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while True:
+        d = want if n == 1 else want.with_name(f"{want.name}-{n}")
+        try:
+            d.mkdir()
+            return d
+        except FileExistsError:
+            n += 1
 
 
 def _write_bundle(bundle: Path, path: Path, result: OptimizeResult) -> None:

@@ -166,6 +166,9 @@ def runner_environment(runner: Runner, timeout_s: float = 60.0, use_cache: bool 
 
     Cached for :data:`ENV_TTL_S` seconds per runner: asking costs three tool starts (about a second).
     """
+    own = getattr(runner, "environment", None)
+    if callable(own):  # a pool runner: its GPU workers answer (kernellsp.run.pool)
+        return dict(own())
     key = cache.digest("env", runner.name)
     if use_cache:
         hit = cache.get("env", key)
@@ -816,11 +819,11 @@ def profiling_runner(settings: Any) -> tuple[Runner | None, str | None]:
 
     if settings.runner == "none":
         return None, "profiling is off (runner = none)"
-    if not settings.gpu_host:
+    if not settings.gpu_host and settings.runner != "pool":
         problem = local_gpu_problem()
         if problem is not None:
             return None, f"no GPU here ({problem}) and no GPU host (--gpu-host or the gpu_host setting)"
     try:
-        return make_runner(settings.runner, settings.gpu_host), None
+        return make_runner(settings.runner, settings.gpu_host, settings=settings), None
     except RunnerError as exc:
         return None, str(exc)

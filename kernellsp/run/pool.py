@@ -1,0 +1,826 @@
+"""The pool runner: whole verifications on the GPUs of a Dask cluster, one verification per GPU at a time.
+
+Why Dask (``distributed``): docs/cluster.md. The shape of it:
+
+* **Workers** are Dask worker processes, one per GPU (``pool.scheduler = "local"`` starts dask-cuda's
+  ``LocalCUDACluster`` on this host's GPUs, or, without dask-cuda, the same layout with distributed's own
+  ``SpecCluster``: one nanny-managed process per GPU, pinned with ``CUDA_VISIBLE_DEVICES``). Any running
+  scheduler address works too (``dask scheduler`` + ``dask-cuda-worker`` on GPU hosts, dask-jobqueue on
+  Slurm/PBS).
+* :class:`GpuWorkerPlugin`, registered by the client on every worker (present and future: a worker the
+  nanny restarts gets it again), finds the worker's GPU with ``nvidia-smi`` and declares one unit of the
+  Dask resource ``kernellsp-gpu:<GPU model>``. A verification asks for one unit of its model's resource, so
+  a GPU runs one verification at a time, and a run's verdicts all come from GPUs of one model (speedups
+  measured on an A100 and an H100 are never compared; a mixed pool is a set of model groups).
+* A verification is one task (:func:`run_verification`): the worker writes the file and its local
+  includes into a scratch directory and runs :func:`kernellsp.optimize.verify.gate.verify` with a
+  :class:`PinnedRunner` (a :class:`LocalRunner` whose every command sees only the worker's GPU and takes a
+  lock of that GPU), building for the GPU's own arch. Baseline and candidate are built, checked and timed
+  on the same GPU. The :class:`Verdict` (raw timing samples, sanitizer reports, environment) comes back to
+  the client, which writes the evidence bundles.
+* A worker that dies mid-verification (killed, out of memory, its host lost) makes the scheduler run the
+  task again on another worker of the model, from scratch; after ``distributed.scheduler.allowed-failures``
+  deaths the candidate gets an ``error`` verdict naming that: never a wrong verdict.
+* Cancelling (the caller's event, Ctrl-C) cancels the task and sets a Dask ``Event`` the running task
+  watches: its nvcc, harness or compute-sanitizer process is killed at once.
+* Progress messages travel as Dask events (``log_event`` / ``subscribe_topic``).
+
+:class:`PoolRunner` is the face the rest of kernellsp sees: a :class:`Runner` whose
+:meth:`PoolRunner.verify_remotely` the gate hands whole verifications to, bound to one model group of
+one :class:`Pool`. It runs no single commands: profiling (ncu) needs ``runner = local`` or ``ssh``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import distributed
+from distributed.diagnostics.plugin import WorkerPlugin
+
+import kernellsp
+from kernellsp.build.nvcc import Cancelled
+from kernellsp.run import sandbox as sbx
+from kernellsp.run.runner import _LOCK_NAME, LocalRunner, Runner, RunnerError, RunResult
+
+#: What to install when ``runner = "pool"`` finds no Dask.
+INSTALL_HINT = (
+    "pip install 'kernellsp[cluster]' (Dask's distributed; dask-cuda too for pool.scheduler = \"local\")"
+)
+PLUGIN_NAME = "kernellsp-gpu"
+RESOURCE_PREFIX = "kernellsp-gpu:"
+_SMI_FIELDS = ("index", "uuid", "name", "compute_cap", "driver_version", "memory.total", "clocks.sm",
+               "clocks.max.sm", "clocks.mem", "clocks.max.mem")  # fmt: skip
+
+
+class PoolError(RunnerError):
+    """The pool cannot do what was asked (no scheduler, no GPU worker, version skew); the message names the fix."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("pool", message)
+
+
+def resource_name(model: str) -> str:
+    """The Dask resource a worker with a ``model`` GPU declares (one unit: one verification at a time)."""
+    return RESOURCE_PREFIX + model
+
+
+# --------------------------------------------------------------------------------------------------
+# The worker's GPU
+
+
+@dataclass
+class GpuInfo:
+    """One GPU as ``nvidia-smi`` names it."""
+
+    index: str
+    uuid: str
+    name: str
+    compute_cap: str
+    driver: str = ""
+    memory_mib: int | None = None
+    sm_clock_mhz: str = ""
+    max_sm_clock_mhz: str = ""
+    mem_clock_mhz: str = ""
+    max_mem_clock_mhz: str = ""
+
+    @property
+    def arch(self) -> str:
+        """The nvcc target of this GPU (``9.0`` → ``sm_90``)."""
+        return "sm_" + self.compute_cap.replace(".", "")
+
+
+def _smi() -> str:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        raise PoolError("nvidia-smi not found on this worker's host: no NVIDIA driver there")
+    return smi
+
+
+def _parse_smi_row(line: str) -> GpuInfo:
+    parts = [p.strip() for p in line.split(",")]
+    if len(parts) < len(_SMI_FIELDS):
+        raise PoolError(f"nvidia-smi gave an unexpected line: {line!r}")
+    v = dict(zip(_SMI_FIELDS, parts, strict=False))
+    mem = v["memory.total"]
+    return GpuInfo(index=v["index"], uuid=v["uuid"], name=v["name"], compute_cap=v["compute_cap"],
+                   driver=v["driver_version"], memory_mib=int(mem) if mem.isdigit() else None,
+                   sm_clock_mhz=v["clocks.sm"], max_sm_clock_mhz=v["clocks.max.sm"], mem_clock_mhz=v["clocks.mem"],
+                   max_mem_clock_mhz=v["clocks.max.mem"])  # fmt: skip
+
+
+def list_gpus() -> list[GpuInfo]:
+    """Every GPU of this host (``nvidia-smi``; empty when there is none)."""
+    try:
+        smi = _smi()
+    except PoolError:
+        return []
+    res = subprocess.run([smi, f"--query-gpu={','.join(_SMI_FIELDS)}", "--format=csv,noheader,nounits"],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    if res.returncode != 0:
+        return []
+    return [_parse_smi_row(ln) for ln in res.stdout.strip().splitlines() if ln.strip()]
+
+
+def query_gpu(device: str | None) -> GpuInfo:
+    """The GPU ``device`` names (an index, a ``GPU-…`` UUID or a PCI bus id; None: device 0)."""
+    smi = _smi()
+    res = subprocess.run([smi, "-i", device or "0", f"--query-gpu={','.join(_SMI_FIELDS)}",
+                          "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=60)  # fmt: skip
+    if res.returncode != 0 or not res.stdout.strip():
+        raise PoolError(
+            f"nvidia-smi -i {device or '0'} found no GPU: {(res.stdout + res.stderr).strip()[:200]}"
+        )
+    return _parse_smi_row(res.stdout.strip().splitlines()[0])
+
+
+def worker_device() -> str | None:
+    """The GPU this worker process was given: the first of ``CUDA_VISIBLE_DEVICES`` (dask-cuda rotates the
+    list so that each worker's own GPU comes first), or None (device 0) when it is unset."""
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    return first or None
+
+
+#: The worker-side probe: (worker name, device from CUDA_VISIBLE_DEVICES) → the worker's GPU.
+Probe = Callable[[str, str | None], GpuInfo]
+
+
+def nvidia_smi_probe(_worker_name: str, device: str | None) -> GpuInfo:
+    """The production probe: ask nvidia-smi about the worker's device."""
+    return query_gpu(device)
+
+
+# --------------------------------------------------------------------------------------------------
+# The worker's runner
+
+
+class PinnedRunner(LocalRunner):
+    """A :class:`LocalRunner` for one GPU of a multi-GPU host.
+
+    Every command sees only that GPU (``CUDA_VISIBLE_DEVICES=<its UUID>``: the UUID, not an index, because
+    nvidia-smi counts in PCI order while CUDA counts fastest first unless ``CUDA_DEVICE_ORDER`` says
+    otherwise). GPU steps take the GPU's own lock file (``kernellsp-gpu-<UUID>.lock``), so workers on
+    different GPUs of one host run side by side, and hold the host's shared lock in shared mode, so that a
+    plain local runner (which takes it exclusively and may use any GPU) never runs beside them.
+    """
+
+    def __init__(self, gpu: GpuInfo, scratch_root: Path | None = None, sandbox: str | None = None) -> None:
+        super().__init__(scratch_root, sandbox)
+        self.gpu = gpu
+        self.name = f"GPU {gpu.index} ({gpu.name}) of {socket.gethostname()}"
+        self.gpu_lock_name = f"kernellsp-gpu-{re.sub(r'[^A-Za-z0-9_.-]', '_', gpu.uuid)}.lock"
+
+    def _run_unwrapped(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None,
+                       env: dict[str, str] | None, gpu_lock: bool, label: str) -> RunResult:  # fmt: skip
+        env = {**(env or {}), "CUDA_VISIBLE_DEVICES": self.gpu.uuid}
+        if not gpu_lock:
+            return super()._run_unwrapped(argv, workdir, timeout_s, cancel, env, gpu_lock, label)
+        with _flock(
+            Path(tempfile.gettempdir()) / _LOCK_NAME, shared=True, timeout_s=timeout_s, cancel=cancel
+        ):
+            return super()._run_unwrapped(argv, workdir, timeout_s, cancel, env, gpu_lock, label)
+
+
+@contextlib.contextmanager
+def _flock(path: Path, shared: bool, timeout_s: float, cancel: threading.Event | None) -> Any:
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise RunnerError("lock", f"cannot open the GPU lock {path}: {exc.strerror or exc}") from None
+    with os.fdopen(fd) as fh:
+        t0 = time.monotonic()
+        while True:
+            try:
+                fcntl.flock(fh, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if cancel is not None and cancel.is_set():
+                    raise Cancelled("gpu lock") from None
+                if time.monotonic() - t0 > timeout_s:
+                    raise RunnerError("busy", f"the GPU stayed busy with another kernellsp job for {timeout_s:.0f} s "
+                                              f"(lock {path})") from None  # fmt: skip
+                time.sleep(0.1)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _tool_version(runner: Runner, tool: str) -> tuple[str | None, str | None]:
+    from kernellsp.build.toolchain import parse_version
+
+    path = runner.which(tool)
+    if path is None:
+        return None, None
+    try:
+        res = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return path, None
+    return path, parse_version(res.stdout + res.stderr)
+
+
+def worker_environment(runner: PinnedRunner, worker_address: str) -> dict[str, Any]:
+    """What every verdict of this worker records (the keys of :func:`kernellsp.profile.ncu.runner_environment`,
+    plus the GPU's UUID and arch and the worker)."""
+    g = runner.gpu
+    env: dict[str, Any] = {"runner": runner.name, "gpu": g.name, "driver": g.driver, "sm_clock_mhz": g.sm_clock_mhz,
+                           "max_sm_clock_mhz": g.max_sm_clock_mhz, "mem_clock_mhz": g.mem_clock_mhz,
+                           "max_mem_clock_mhz": g.max_mem_clock_mhz, "gpu_uuid": g.uuid, "gpu_index": g.index,
+                           "compute_capability": g.compute_cap, "arch": g.arch,
+                           "pool_worker": worker_address, "host": socket.gethostname()}  # fmt: skip
+    for tool in ("ncu", "nvcc"):
+        env[f"{tool}_path"], env[f"{tool}_version"] = _tool_version(runner, tool)
+    return env
+
+
+@dataclass
+class WorkerInfo:
+    """One worker of the pool as its plugin found it (``gpu`` None: it takes no verifications; ``problem`` says why)."""
+
+    address: str
+    name: str
+    host: str
+    nthreads: int
+    kernellsp_version: str
+    gpu: GpuInfo | None = None
+    problem: str | None = None
+    environment: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def model(self) -> str | None:
+        return self.gpu.name if self.gpu is not None else None
+
+    def describe(self) -> str:
+        if self.gpu is None:
+            return f"{self.address} ({self.host}): no GPU: {self.problem}"
+        g = self.gpu
+        mem = f", {g.memory_mib} MiB" if g.memory_mib else ""
+        threads = f", {self.nthreads} threads" if self.nthreads != 1 else ""
+        return f"{self.address} ({self.host}): GPU {g.index} {g.name} ({g.arch}{mem}, {g.uuid}){threads}"
+
+
+class GpuWorkerPlugin(WorkerPlugin):
+    """Finds each worker's GPU once and declares its model's resource (one unit).
+
+    A worker whose kernellsp differs from the client's declares nothing: a Verdict pickled by one version
+    and read by another could silently lose fields.
+    """
+
+    name = PLUGIN_NAME
+
+    def __init__(self, probe: Probe | None = None, client_version: str = kernellsp.__version__) -> None:
+        self.probe = probe or nvidia_smi_probe
+        self.client_version = client_version
+        self.info: WorkerInfo | None = None
+        self.runner: PinnedRunner | None = None
+
+    async def setup(self, worker: Any) -> None:
+        loop = asyncio.get_running_loop()
+        info, self.runner = await loop.run_in_executor(None, self._find, worker)
+        self.info = info
+        if info.gpu is not None:
+            await worker.set_resources(**{resource_name(info.gpu.name): 1})
+
+    def _find(self, worker: Any) -> tuple[WorkerInfo, PinnedRunner | None]:
+        info = WorkerInfo(address=worker.address, name=str(worker.name), host=socket.gethostname(),
+                          nthreads=int(worker.state.nthreads), kernellsp_version=kernellsp.__version__)  # fmt: skip
+        if kernellsp.__version__ != self.client_version:
+            info.problem = (f"kernellsp {kernellsp.__version__} on the worker, {self.client_version} on the client: "
+                            "install the same version on both")  # fmt: skip
+            return info, None
+        try:
+            gpu = self.probe(str(worker.name), worker_device())
+            runner = PinnedRunner(gpu)
+            info.environment = worker_environment(runner, worker.address)
+        except (
+            Exception
+        ) as exc:  # any probe failure leaves the worker out with the reason, never the pool down
+            info.problem = str(exc) or type(exc).__name__
+            return info, None
+        info.gpu = gpu
+        return info, runner
+
+
+def _plugin() -> GpuWorkerPlugin:
+    worker = distributed.get_worker()
+    plugin = worker.plugins.get(PLUGIN_NAME)
+    if not isinstance(plugin, GpuWorkerPlugin):
+        raise PoolError(
+            f"worker {worker.address} has no kernellsp plugin (it joined before the client registered it)"
+        )
+    return plugin
+
+
+def _worker_info(dask_worker: Any) -> WorkerInfo:
+    """Runs on a worker (``Client.run`` passes it as ``dask_worker``): what its plugin found."""
+    worker = dask_worker
+    plugin = worker.plugins.get(PLUGIN_NAME)
+    if isinstance(plugin, GpuWorkerPlugin) and plugin.info is not None:
+        return plugin.info
+    return WorkerInfo(worker.address, str(worker.name), socket.gethostname(), int(worker.state.nthreads),
+                      kernellsp.__version__, problem="the kernellsp plugin has not set this worker up")  # fmt: skip
+
+
+def _worker_sandbox(dask_worker: Any) -> sbx.SandboxStatus | None:
+    """Runs on a worker (``Client.run``): how code under test is confined there (probed once per worker)."""
+    plugin = dask_worker.plugins.get(PLUGIN_NAME)
+    runner = plugin.runner if isinstance(plugin, GpuWorkerPlugin) else None
+    return runner.sandbox_status() if runner is not None else None
+
+
+# --------------------------------------------------------------------------------------------------
+# One verification as a task
+
+
+@dataclass
+class VerifyRequest:
+    """Everything a worker needs for one verification: it sees none of the client's files."""
+
+    id: str
+    file_name: str
+    baseline: str
+    candidate: str
+    entry: str
+    options: Any  # VerifyOptions (typed loosely: this module must import without the optimize stage)
+    #: The file's local includes, relative to its folder (the gate copies these next to both sides).
+    includes: dict[str, bytes]
+    cancel_event: str
+    progress_topic: str
+    #: The verification the worker runs: :func:`kernellsp.optimize.verify.gate.verify`. A test on a host
+    #: without a GPU passes a function that does the same up to the GPU steps (scope, plan, real nvcc build).
+    verify_fn: Callable[..., Any] | None = None
+
+
+@dataclass
+class VerifyResponse:
+    """A worker's answer: the verdict, or the error that stopped the verification (``error_kind``: ``verify``,
+    ``runner``, ``cancelled``, ``pool``)."""
+
+    verdict: Any | None
+    error: str | None
+    error_kind: str | None
+    worker: str
+    gpu_uuid: str | None
+    seconds: float
+
+
+def run_verification(req: VerifyRequest) -> VerifyResponse:
+    """The task: verify ``req`` on this worker's GPU (runs on a worker)."""
+    from kernellsp.optimize.verify.gate import VerifyError, verify
+
+    t0 = time.monotonic()
+    worker = distributed.get_worker()
+    try:
+        plugin = _plugin()
+    except PoolError as exc:
+        return VerifyResponse(None, str(exc), "pool", worker.address, None, 0.0)
+    runner, info = plugin.runner, plugin.info
+    if runner is None or info is None:
+        why = info.problem if info is not None else "not set up"
+        return VerifyResponse(
+            None, f"worker {worker.address} cannot verify: {why}", "pool", worker.address, None, 0.0
+        )
+    cancel = threading.Event()
+    done = threading.Event()
+    # Made here: the worker's client is known in the task's own thread only.
+    flag = distributed.Event(req.cancel_event, client=distributed.get_client())
+    watcher = threading.Thread(target=_watch_cancel, args=(flag, cancel, done), daemon=True)
+    watcher.start()
+
+    def progress(message: str, pct: float | None) -> None:
+        worker.log_event(req.progress_topic, {"id": req.id, "message": message, "pct": pct})
+
+    root = Path(tempfile.mkdtemp(prefix="kernellsp-pool-"))
+    try:
+        path = root / req.file_name
+        path.write_text(req.baseline)
+        for rel, data in req.includes.items():
+            p = (root / rel).resolve()
+            if (
+                root.resolve() not in p.parents
+            ):  # only files under the scratch folder, whatever the client sent
+                continue
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(data)
+        # Built for this GPU: a pool of mixed models builds each candidate for the GPU that runs it.
+        opts = replace(req.options, arch=runner.gpu.arch)
+        fn = req.verify_fn or verify
+        verdict = fn(path, req.baseline, req.candidate, req.entry, runner, opts, dict(info.environment), cancel,
+                     progress)  # fmt: skip
+        return VerifyResponse(verdict, None, None, worker.address, runner.gpu.uuid, time.monotonic() - t0)
+    except Cancelled as exc:
+        return VerifyResponse(None, f"cancelled ({exc})", "cancelled", worker.address, runner.gpu.uuid,
+                              time.monotonic() - t0)  # fmt: skip
+    except VerifyError as exc:
+        return VerifyResponse(
+            None, str(exc), "verify", worker.address, runner.gpu.uuid, time.monotonic() - t0
+        )
+    except RunnerError as exc:
+        return VerifyResponse(None, f"{exc} (on {runner.name})", "runner", worker.address, runner.gpu.uuid,
+                              time.monotonic() - t0)  # fmt: skip
+    finally:
+        done.set()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _watch_cancel(flag: Any, cancel: threading.Event, done: threading.Event) -> None:
+    """Set ``cancel`` once the client sets ``flag`` (the Dask event that is one verification's cancel flag)."""
+    while not done.is_set():
+        try:
+            if flag.wait(timeout=0.5):
+                cancel.set()
+                return
+        except Exception:
+            # The scheduler is unreachable: then the client cannot cancel either, and the task ends by itself.
+            time.sleep(1.0)
+
+
+# --------------------------------------------------------------------------------------------------
+# The client side
+
+
+def _start_local_cluster(gpus: list[str]) -> Any:
+    """One worker per GPU of this host (``gpus``: indices or UUIDs; empty: all), one thread each."""
+    devices = list(gpus)
+    if not devices:
+        found = list_gpus()
+        if not found:
+            raise PoolError("pool.scheduler = \"local\" needs a GPU on this host, and nvidia-smi finds none: set "
+                            "pool.scheduler to the address of a Dask scheduler with GPU workers")  # fmt: skip
+        devices = [g.index for g in found]
+    try:
+        from dask_cuda import LocalCUDACluster
+    except ImportError:
+        LocalCUDACluster = None
+    common = {"dashboard_address": None, "silence_logs": 40}  # ERROR: workers' INFO lines would flood stderr
+    if LocalCUDACluster is not None:
+        # device_memory_limit=0: no device-memory spilling (our workers hold no device data: the code under
+        # test runs in its own processes).
+        return LocalCUDACluster(
+            CUDA_VISIBLE_DEVICES=devices, threads_per_worker=1, device_memory_limit=0, **common
+        )
+    # Without dask-cuda: the layout LocalCUDACluster makes, from distributed's own parts.
+    workers = {f"gpu-{d}": {"cls": distributed.Nanny, "options": {"nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": d}}}
+               for d in devices}  # fmt: skip
+    scheduler = {"cls": distributed.Scheduler, "options": {"dashboard_address": None}}
+    return distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=40)
+
+
+class Pool:
+    """A connection to a Dask cluster of GPU workers (started here for ``scheduler = "local"``).
+
+    Connects on first use. ``probe`` finds a worker's GPU (nvidia-smi; tests without a GPU pass their own).
+    """
+
+    def __init__(self, scheduler: str = "local", gpus: list[str] | None = None, gpu_model: str | None = None,
+                 probe: Probe | None = None, connect_timeout_s: float = 60.0,
+                 no_worker_grace_s: float = 120.0, verify_fn: Callable[..., Any] | None = None) -> None:  # fmt: skip
+        self.scheduler = scheduler
+        self.gpus = [str(g) for g in (gpus or [])]
+        self.gpu_model = gpu_model
+        self.probe = probe
+        self.connect_timeout_s = connect_timeout_s
+        #: How long a verification waits while no worker of its model is in the pool (a jobqueue cluster may
+        #: be scaling up) before it gives up.
+        self.no_worker_grace_s = no_worker_grace_s
+        #: What the workers run (None: the gate's ``verify``); see :attr:`VerifyRequest.verify_fn`.
+        self.verify_fn = verify_fn
+        self._lock = threading.Lock()
+        self._client: Any = None
+        self._cluster: Any = None
+        self._topic = f"kernellsp-progress-{uuid.uuid4().hex[:12]}"
+        self._progress: dict[str, Callable[[str, float | None], None]] = {}
+
+    @property
+    def label(self) -> str:
+        return "local pool" if self.scheduler == "local" else f"pool {self.scheduler}"
+
+    def client(self) -> Any:
+        """The Dask client, connected (and the local cluster started) on first use."""
+        with self._lock:
+            if self._client is None:
+                self._connect()
+            return self._client
+
+    def _connect(self) -> None:
+        try:
+            if self.scheduler == "local":
+                self._cluster = _start_local_cluster(self.gpus)
+                self._client = distributed.Client(self._cluster, timeout=self.connect_timeout_s)
+            else:
+                self._client = distributed.Client(self.scheduler, timeout=self.connect_timeout_s)
+        except PoolError:
+            raise
+        except (OSError, TimeoutError) as exc:
+            self._close_quietly()
+            raise PoolError(f"cannot reach the Dask scheduler at {self.scheduler} within {self.connect_timeout_s:.0f} s "
+                            f"({exc}); start one (`dask scheduler`, then `dask-cuda-worker ADDRESS` on each GPU host) "
+                            "or set pool.scheduler = \"local\"") from None  # fmt: skip
+        except Exception as exc:  # dask-cuda and the nannies raise many kinds while starting workers
+            self._close_quietly()
+            raise PoolError(f"the {self.label} did not start: {type(exc).__name__}: {exc}") from None
+        self._client.register_plugin(GpuWorkerPlugin(self.probe))
+        self._client.subscribe_topic(self._topic, self._on_progress)
+
+    def _on_progress(self, event: Any) -> None:
+        msg = event[1] if isinstance(event, tuple) and len(event) == 2 else event
+        if isinstance(msg, dict):
+            cb = self._progress.get(str(msg.get("id")))
+            if cb is not None:
+                with contextlib.suppress(
+                    Exception
+                ):  # a display problem must not break the client's event loop
+                    cb(str(msg.get("message", "")), msg.get("pct"))
+
+    def workers(self) -> list[WorkerInfo]:
+        """Every worker with what its plugin found (GPU, or why it takes no verifications)."""
+        client = self.client()
+        found = client.run(_worker_info)
+        return sorted(found.values(), key=lambda w: (w.host, w.gpu.index if w.gpu else "", w.address))
+
+    def groups(self) -> dict[str, list[WorkerInfo]]:
+        """The workers that can verify, by GPU model (limited to ``gpu_model`` when set)."""
+        out: dict[str, list[WorkerInfo]] = {}
+        for w in self.workers():
+            if w.gpu is not None and (not self.gpu_model or self.gpu_model.lower() in w.gpu.name.lower()):
+                out.setdefault(w.gpu.name, []).append(w)
+        return out
+
+    def wait_for_gpus(self, timeout_s: float) -> dict[str, list[WorkerInfo]]:
+        """The model groups, once at least one GPU worker is there (a cluster may still be starting workers)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            groups = self.groups()
+            if groups or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        if not groups:
+            ws = self.workers()
+            why = "; ".join(w.describe() for w in ws) if ws else "the scheduler has no workers"
+            want = (
+                f" with a GPU matching pool.gpu_model = {self.gpu_model!r}"
+                if self.gpu_model
+                else " with a GPU"
+            )
+            raise PoolError(
+                f"the {self.label} has no worker{want} ({why}); start dask-cuda-worker on a GPU host"
+            )
+        return groups
+
+    def runner(self, model: str | None = None) -> PoolRunner:
+        """A runner bound to the workers of ``model`` (None: the largest group)."""
+        return PoolRunner(self, model)
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_quietly()
+
+    def _close_quietly(self) -> None:
+        client, cluster = self._client, self._cluster
+        self._client = self._cluster = None
+        with contextlib.suppress(Exception):
+            if client is not None:
+                client.close(timeout=10)
+        with contextlib.suppress(Exception):
+            if cluster is not None:
+                cluster.close(timeout=30)
+
+    # -- one verification
+
+    def verify(self, model: str, path: Path, baseline: str, candidate: str, entry: str, options: Any,
+               cancel: threading.Event | None, progress: Callable[[str, float | None], None] | None,
+               verify_fn: Callable[..., Any] | None = None) -> Any:  # fmt: skip
+        """Run one verification on a worker of ``model`` and return its Verdict (the contract of the gate's
+        ``verify``: raises VerifyError when it could not run, Cancelled when cancelled)."""
+        from distributed.scheduler import KilledWorker
+
+        from kernellsp.optimize.verify.gate import VerifyError
+
+        client = self.client()
+        req = VerifyRequest(id=uuid.uuid4().hex, file_name=path.name, baseline=baseline, candidate=candidate,
+                            entry=entry, options=options, includes=_includes(path, baseline),
+                            cancel_event=f"kernellsp-cancel-{uuid.uuid4().hex}", progress_topic=self._topic,
+                            verify_fn=verify_fn or self.verify_fn)  # fmt: skip
+        if progress is not None:
+            self._progress[req.id] = progress
+        fut = client.submit(run_verification, req, key=f"kernellsp-verify-{entry}-{req.id[:12]}",
+                            resources={resource_name(model): 1}, pure=False)  # fmt: skip
+        last_check = time.monotonic()
+        missing_since: float | None = None
+        try:
+            while True:
+                try:
+                    resp = fut.result(timeout=0.25)
+                    break
+                except TimeoutError:
+                    pass
+                if cancel is not None and cancel.is_set():
+                    self._cancel(client, fut, req)
+                    raise Cancelled("pool") from None
+                now = time.monotonic()
+                if now - last_check > 2:
+                    last_check = now
+                    with contextlib.suppress(Exception):
+                        client.run_on_scheduler(_schedule_unrunnable)
+                    if self._has_workers(client, model):
+                        missing_since = None
+                    elif missing_since is None:
+                        missing_since = now
+                    elif now - missing_since > self.no_worker_grace_s:
+                        fut.cancel()
+                        raise VerifyError(f"no worker with a {model} GPU has been in the {self.label} for "
+                                          f"{self.no_worker_grace_s:.0f} s; {entry} was not verified")  # fmt: skip
+        except KilledWorker as exc:
+            raise VerifyError(f"verifying {entry} killed the worker running it, again on each worker it was moved "
+                              f"to ({exc}); no verdict (distributed.scheduler.allowed-failures limits the retries)") from None  # fmt: skip
+        except distributed.client.FutureCancelledError:
+            raise Cancelled("pool") from None
+        finally:
+            self._progress.pop(req.id, None)
+        assert isinstance(resp, VerifyResponse)
+        if resp.error_kind == "cancelled":
+            raise Cancelled(resp.error or "pool")
+        if resp.error is not None:
+            raise VerifyError(resp.error if resp.error_kind != "runner" else f"runner problem: {resp.error}")
+        v = resp.verdict
+        assert v is not None  # a response without an error carries a verdict
+        v.environment.setdefault("pool", {})
+        v.environment["pool"] = {"scheduler": self.scheduler, "worker": resp.worker, "gpu_uuid": resp.gpu_uuid,
+                                 "worker_seconds": resp.seconds}  # fmt: skip
+        return v
+
+    def _cancel(self, client: Any, fut: Any, req: VerifyRequest) -> None:
+        # Both: the future's cancel drops a queued task; the event reaches one already running (Dask cannot
+        # interrupt a running task's thread, but the task watches the event and kills its process).
+        with contextlib.suppress(Exception):
+            distributed.Event(req.cancel_event, client=client).set()
+        with contextlib.suppress(Exception):
+            fut.cancel()
+
+    @staticmethod
+    def _has_workers(client: Any, model: str) -> bool:
+        res = resource_name(model)
+        with contextlib.suppress(Exception):
+            info = client.scheduler_info(n_workers=-1)
+            return any(res in (w.get("resources") or {}) for w in info.get("workers", {}).values())
+        return True  # the scheduler did not answer: not proof that the workers are gone
+
+
+def _schedule_unrunnable(dask_scheduler: Any) -> int:
+    """Runs on the scheduler (``Client.run_on_scheduler``): give waiting tasks to workers that gained their resource.
+
+    A worker declares its GPU's resource in the plugin's ``setup``, after it registered; the scheduler looks for
+    a home for ``no-worker`` tasks only when a worker joins, so a task whose worker died waits for ever for the
+    restarted one unless someone asks again. This asks again (the same call the scheduler makes on a join).
+    """
+    s = dask_scheduler
+    if not getattr(s, "unrunnable", None):
+        return 0
+    recs: dict[Any, str] = {}
+    for ws in list(s.running):
+        recs.update(s.bulk_schedule_unrunnable_after_adding_worker(ws))
+    if recs:
+        s.transitions(recs, stimulus_id=f"kernellsp-resources-{time.time()}")
+    return len(recs)
+
+
+def _includes(path: Path, text: str) -> dict[str, bytes]:
+    """The local headers ``path`` includes, relative to its folder (as the gate copies them)."""
+    from kernellsp.build.nvcc import local_includes
+    from kernellsp.source.model import parse_source
+
+    out: dict[str, bytes] = {}
+    if not path.exists():
+        return out
+    for inc in local_includes(parse_source(text, str(path)), path):
+        try:
+            out[inc.relative_to(path.resolve().parent).as_posix()] = inc.read_bytes()
+        except (ValueError, OSError):
+            continue
+    return out
+
+
+class PoolRunner(Runner):
+    """One model group of a :class:`Pool`, as a runner: the gate hands it whole verifications.
+
+    It runs no single commands (``run``, ``put``...): those would need one worker's scratch directory across
+    calls. Profiling with ncu needs ``runner = local`` or ``ssh``.
+    """
+
+    def __init__(self, pool: Pool, model: str | None = None, owner: bool = True) -> None:
+        self.pool = pool
+        self._model = model
+        self._owner = owner
+        self.sandbox = "auto"
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return f"{self.pool.label}" + (f" ({self._model} GPUs)" if self._model else "")
+
+    @property
+    def model(self) -> str:
+        """The GPU model of this runner's workers (the largest group when none was named)."""
+        if self._model is None:
+            groups = self.pool.wait_for_gpus(self.pool.connect_timeout_s)
+            self._model = max(groups, key=lambda m: (len(groups[m]), m))
+        return self._model
+
+    def groups(self) -> dict[str, list[WorkerInfo]]:
+        return self.pool.wait_for_gpus(self.pool.connect_timeout_s)
+
+    def for_model(self, model: str) -> PoolRunner:
+        """A runner on the same pool bound to another model group (closing it leaves the pool open)."""
+        return PoolRunner(self.pool, model, owner=False)
+
+    def verify_remotely(self, path: Path, baseline: str, candidate: str, entry: str, options: Any,
+                        environment: dict[str, Any] | None, cancel: threading.Event | None,
+                        progress: Callable[[str, float | None], None] | None) -> Any:  # fmt: skip
+        """The gate's ``verify`` on a worker of this runner's model (``environment`` is the worker's own)."""
+        return self.pool.verify(self.model, path, baseline, candidate, entry, options, cancel, progress)
+
+    def environment(self) -> dict[str, Any]:
+        """A worker's environment for the run's records: the GPU model, driver, tools; the pool's size."""
+        workers = self.groups()[self.model]
+        env = dict(workers[0].environment)
+        env["runner"] = self.name
+        env["pool"] = {"scheduler": self.pool.scheduler, "model": self.model, "gpus": len(workers),
+                       "workers": [w.address for w in workers]}  # fmt: skip
+        return env
+
+    def sandbox_status(self) -> sbx.SandboxStatus:
+        """How a worker of this model confines the code under test (each verdict records its own worker's)."""
+        workers = self.groups()[self.model]
+        client = self.pool.client()
+        got = client.run(_worker_sandbox, workers=[workers[0].address])
+        status = next(iter(got.values()), None)
+        if not isinstance(status, sbx.SandboxStatus):
+            return sbx.SandboxStatus("unconfined", workers[0].host, "the worker did not report its sandbox")
+        return status
+
+    def _no_steps(self) -> PoolError:
+        return PoolError(f"the {self.pool.label} verifies whole candidates on its workers and runs no single "
+                         "commands: profiling (ncu) needs runner = local or ssh")  # fmt: skip
+
+    def new_workdir(self) -> str:
+        raise self._no_steps()
+
+    def put(self, files: dict[str, bytes], workdir: str) -> None:
+        raise self._no_steps()
+
+    def get(self, workdir: str, rel_paths: list[str], dest: Path) -> list[Path]:
+        raise self._no_steps()
+
+    def run(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None = None,
+            env: dict[str, str] | None = None, gpu_lock: bool = False) -> RunResult:  # fmt: skip
+        raise self._no_steps()
+
+    def which(self, tool: str) -> str | None:
+        raise self._no_steps()
+
+    def cleanup(self, workdir: str) -> None:
+        raise self._no_steps()
+
+    def close(self) -> None:
+        """Disconnect (and stop a local cluster), when this runner owns the pool."""
+        if self._owner:
+            self.pool.close()
+
+
+def pool_runner(settings: Any, probe: Probe | None = None) -> PoolRunner:
+    """The runner for ``runner = "pool"`` from the ``pool`` settings (connects on first use)."""
+    p = settings.pool
+    return Pool(
+        p.scheduler, list(p.gpus), p.gpu_model, probe=probe, connect_timeout_s=p.connect_timeout_s
+    ).runner()
+
+
+def describe_workers(info: list[WorkerInfo]) -> list[str]:
+    """One line per worker, and a warning for GPUs shared by several workers (their GPU steps take turns)."""
+    lines = [w.describe() for w in info]
+    seen: dict[tuple[str, str], int] = {}
+    for w in info:
+        if w.gpu is not None:
+            seen[(w.host, w.gpu.uuid)] = seen.get((w.host, w.gpu.uuid), 0) + 1
+    lines += [f"warning: {n} workers share GPU {u} on {h} (pin one worker per GPU with CUDA_VISIBLE_DEVICES; "
+              "dask-cuda-worker does)" for (h, u), n in seen.items() if n > 1]  # fmt: skip
+    return lines
+
+
+__all__ = ["INSTALL_HINT", "GpuInfo", "GpuWorkerPlugin", "PinnedRunner", "Pool", "PoolError", "PoolRunner",
+           "VerifyRequest", "VerifyResponse", "WorkerInfo", "describe_workers", "list_gpus", "pool_runner",
+           "query_gpu", "run_verification", "worker_environment"]  # fmt: skip
