@@ -262,14 +262,22 @@ def _no_runner(message: str) -> Any:
     return NoRunner()
 
 
-def _make_runner(settings: Settings) -> tuple[object | None, str | None]:
-    """The runner for GPU work, or ``(None, reason)`` when this host cannot do it."""
+def _make_runner(settings: Settings, job: str = "a kernellsp command") -> tuple[object | None, str | None]:
+    """The runner for GPU work, or ``(None, reason)`` when this host cannot do it.
+
+    ``job`` ("optimize of softmax.cu") is what other kernellsp jobs see while this one holds the GPU; while this
+    one waits for the GPU, who holds it is shown on stderr. The wait lasts as long as it takes (Ctrl-C ends it)
+    unless the gpu_wait_timeout_s setting limits it.
+    """
     from kernellsp.profile.ncu import profiling_runner
 
     runner, problem = profiling_runner(settings)
     if runner is not None:
         # An ssh runner's shared connection would otherwise outlive the command by its ControlPersist time.
         atexit.register(runner.close)
+        runner.job_label = job
+        runner.gpu_wait_s = settings.gpu_wait_timeout_s or None
+        runner.on_gpu_wait = lambda m: err_console.print(m, markup=False, highlight=False)
     return runner, problem
 
 
@@ -281,7 +289,7 @@ def _add_profile_findings(report: object, paths: list[Path], settings: Settings,
     from kernellsp.source.spec import find_workspace_root
 
     assert isinstance(report, CheckReport)
-    runner, problem = _make_runner(settings)
+    runner, problem = _make_runner(settings, f"check --profile of {', '.join(p.name for p in paths)}")
     if runner is None:
         report.notes.append(f"profiling skipped: {problem}; static findings only")
         return
@@ -336,7 +344,7 @@ def profile_cmd(
         except OSError as exc:
             raise _fail(f"--save-report {save_report}: {exc.strerror or exc}") from None
     settings = _settings(file, gpu_host)
-    runner, problem = _make_runner(settings)
+    runner, problem = _make_runner(settings, f"profile of {file.name}")
     if runner is None:
         raise _fail(f"cannot profile: {problem}")
     assert isinstance(runner, Runner)
@@ -540,7 +548,7 @@ def optimize(
         _check_html_target(html_out)
     root = find_workspace_root(file)
     settings = _settings(file, gpu_host)
-    runner, problem = _make_runner(settings)
+    runner, problem = _make_runner(settings, f"optimize of {file.name}")
     if runner is None:
         raise _fail(f"cannot optimize: {problem}")
     assert isinstance(runner, Runner)
@@ -744,7 +752,7 @@ def verify(
     entry = _pick_entry(file, text, kernel)
     settings = _settings(file, gpu_host)
     min_gain = settings.min_gain_pct if min_gain is None else min_gain
-    runner, problem = _make_runner(settings)
+    runner, problem = _make_runner(settings, f"verify of {file.name}")
     if runner is None:
         # Without a GPU the gates that need none still run first (scope, the candidate's spec and launch): a
         # candidate without the kernel is a scope_violation here too, not "no GPU".
@@ -810,7 +818,7 @@ def replay(bundle: Annotated[Path, typer.Argument(help="An evidence bundle direc
 
     if not bundle.is_dir():
         raise _fail(f"{bundle}: no such evidence bundle (optimize prints its folder, under .kernellsp/runs/)")
-    runner, problem = _make_runner(_settings(bundle, gpu_host))
+    runner, problem = _make_runner(_settings(bundle, gpu_host), f"replay of {bundle.name}")
     if runner is None:
         # The bundle and the scope gate are checked without a GPU first; the GPU gates then say why not.
         runner = _no_runner(f"cannot replay: {problem}")

@@ -157,6 +157,13 @@ class Settings(BaseModel):
         default_factory=list,
         description="Rules never to report: codes or code prefixes (KL404, KL5).",
     )
+    gpu_wait_timeout_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="How long a GPU step waits for the GPU while another kernellsp job (any user's, local or over "
+        "ssh) holds it, seconds; 0: as long as it takes (the wait shows who holds the GPU and can be cancelled).",
+        json_schema_extra=_editor("budgets.gpuWaitTimeoutS"),
+    )
     llm: LlmSettings = Field(default_factory=LlmSettings, description="The LLM proposer's endpoint.")
     pool: PoolSettings = Field(default_factory=PoolSettings, description="The GPU pool of runner = pool.")
     optimize_rounds: int = Field(

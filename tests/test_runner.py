@@ -7,7 +7,6 @@ import fcntl
 import json
 import os
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -264,9 +263,10 @@ def test_gpu_lock_serialises_concurrent_runs(runner: LocalRunner, workdir: str) 
 
 
 @pytest.fixture
-def held_gpu_lock() -> Iterator[None]:
-    """Hold the GPU lock the way another kernellsp process would."""
-    with open(Path(tempfile.gettempdir()) / "kernellsp-gpu.lock", "a+") as fh:
+def held_gpu_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Hold the GPU lock the way another kernellsp process would (in a lock folder of this test's own)."""
+    monkeypatch.setenv("KERNELLSP_GPU_LOCK_DIR", str(tmp_path))
+    with open(tmp_path / "kernellsp-gpu.lock", "a+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
@@ -276,11 +276,14 @@ def held_gpu_lock() -> Iterator[None]:
 
 @pytest.mark.usefixtures("held_gpu_lock")
 def test_gpu_lock_busy_and_cancel_while_waiting(runner: LocalRunner, workdir: str) -> None:
+    # The command's own time limit (1 s) is no limit on the wait: only the gpu_wait_timeout_s setting is.
+    runner.gpu_wait_s = 1.5
     t0 = time.monotonic()
     with pytest.raises(RunnerError) as ei:
         runner.run(["true"], workdir, 1, gpu_lock=True)
-    assert ei.value.kind == "busy" and "kernellsp-gpu.lock" in str(ei.value)
-    assert time.monotonic() - t0 < 3.0
+    assert ei.value.kind == "busy" and "the 1.5 s the gpu_wait_timeout_s setting allows" in str(ei.value)
+    assert 1.5 <= time.monotonic() - t0 < 4.0
+    runner.gpu_wait_s = None
     cancel = threading.Event()
     timer = threading.Timer(0.3, cancel.set)
     timer.start()
@@ -415,7 +418,7 @@ def test_gpu_lock_that_cannot_be_opened_is_named(runner: LocalRunner, workdir: s
                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     locks = tmp_path / "locks"
     (locks / "kernellsp-gpu.lock").mkdir(parents=True)  # a directory where the lock file should be
-    monkeypatch.setattr(tempfile, "tempdir", str(locks))
+    monkeypatch.setenv("KERNELLSP_GPU_LOCK_DIR", str(locks))
     with pytest.raises(RunnerError) as ei:
         runner.run(["true"], workdir, 5, gpu_lock=True)
     assert ei.value.kind == "lock"

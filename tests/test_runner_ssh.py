@@ -26,7 +26,7 @@ import sshd
 
 from kernellsp.build.nvcc import Cancelled
 from kernellsp.profile.ncu import ProfileError, ProfileOptions, profile_file, runner_environment
-from kernellsp.run.runner import RunnerError, SshRunner
+from kernellsp.run.runner import RunnerError, SshRunner, gpu_lock_dir
 
 REPO = Path(__file__).resolve().parent.parent
 SECRETS = {"OPENAI_API_KEY": "sk-test-openai-0123456789", "MY_TOKEN": "tok-test-abcdef",
@@ -283,23 +283,29 @@ def test_gpu_lock_serialises_remote_runs(runner: SshRunner, workdir: str) -> Non
     wall, results = _concurrent(lambda: runner.run(["sleep", "1"], workdir, 30, gpu_lock=True))
     assert all(getattr(r, "returncode", None) == 0 for r in results), results
     assert wall >= 2.0, f"two locked 1 s runs overlapped: {wall:.2f} s"
-    assert Path(runner.root(), "kernellsp-gpu.lock").is_file()
+    # The host's one lock, the local runner's too (a local and an ssh job on one GPU queue on it).
+    assert Path(gpu_lock_dir(), "kernellsp-gpu.lock").is_file()
     wall, results = _concurrent(lambda: runner.run(["sleep", "1"], workdir, 30))
     assert all(getattr(r, "returncode", None) == 0 for r in results), results
     assert wall < 1.9
 
 
 def test_gpu_lock_busy_is_reported(runner: SshRunner, workdir: str, sshd_server: sshd.SshServer) -> None:
-    lock = f"{runner.root()}/kernellsp-gpu.lock"
+    lock = f"{gpu_lock_dir()}/kernellsp-gpu.lock"
     # Another job holds the lock for 4 s (flock(1) on the same file, started over its own connection).
     holder = subprocess.Popen(sshd_server.ssh_argv(f"flock {shlex.quote(lock)} sleep 4"))
+    waits: list[str] = []
+    runner.on_gpu_wait = waits.append
     try:
         time.sleep(1.0)
         t0 = time.monotonic()
+        runner.gpu_wait_s = 1.0  # only the user's setting ends a wait
         with pytest.raises(RunnerError) as ei:
             runner.run(["true"], workdir, 1, gpu_lock=True)
-        assert ei.value.kind == "busy" and "kernellsp-gpu.lock" in str(ei.value)
+        assert ei.value.kind == "busy" and "gpu_wait_timeout_s" in str(ei.value)
         assert time.monotonic() - t0 < 10
+        assert waits and waits[0].startswith(f"waiting for the GPU on {runner.name}: held by another job")
+        runner.gpu_wait_s = None
         # A waiter with enough patience gets the GPU once the holder is done, and keeps its own time limit.
         res = runner.run(["sh", "-c", "sleep 1; echo ran"], workdir, 6, gpu_lock=True)
         assert (res.returncode, res.stdout) == (0, "ran\n")
@@ -446,3 +452,38 @@ def test_remote_cuda_settings_pass_through(sshd_server: sshd.SshServer, tmp_path
         finally:
             r.close()
         assert res.returncode == 0 and res.stdout.strip() == expected, res
+
+
+def test_a_local_and_an_ssh_job_queue_on_one_gpu_lock(runner: SshRunner, workdir: str, tmp_path: Path) -> None:
+    """Issue 15 item 12: the GPU host's local runner and an ssh runner to it take the same lock and wait in line,
+    each shown who holds the GPU (job, user@host, since when), with no time limit but the user's setting."""
+    from kernellsp.run.runner import LocalRunner
+
+    local = LocalRunner(sandbox="off")
+    local.job_label = "optimize of softmax.cu"
+    runner.job_label = "verify of layernorm.cu"
+    local_waits: list[str] = []
+    ssh_waits: list[str] = []
+    local.on_gpu_wait = local_waits.append
+    runner.on_gpu_wait = ssh_waits.append
+    runner.root()
+    t0 = time.monotonic()
+    # The local job holds the GPU for 3 s; the ssh job's own time limit is 1 s, yet it waits and then runs.
+    first = threading.Thread(target=lambda: local.run(["sleep", "3"], str(tmp_path), 30, gpu_lock=True))
+    first.start()
+    time.sleep(0.5)
+    res = runner.run(["sh", "-c", "echo after"], workdir, 1, gpu_lock=True)
+    first.join(30)
+    assert (res.returncode, res.stdout) == (0, "after\n")
+    assert time.monotonic() - t0 >= 3.0
+    assert ssh_waits and "held by optimize of softmax.cu (" in ssh_waits[0] and " since " in ssh_waits[0]
+    # And the other way round: the ssh job holds it, the local one waits and says who holds it.
+    second = threading.Thread(target=lambda: runner.run(["sleep", "3"], workdir, 30, gpu_lock=True))
+    second.start()
+    time.sleep(1.5)
+    t1 = time.monotonic()
+    local.run(["true"], str(tmp_path), 1, gpu_lock=True)
+    second.join(30)
+    assert time.monotonic() - t1 >= 1.0
+    assert local_waits and "held by verify of layernorm.cu (" in local_waits[0]
+    runner.on_gpu_wait = None

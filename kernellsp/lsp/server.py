@@ -198,7 +198,14 @@ class KernelLspServer(LanguageServer):
         key = (self.settings.runner, self.settings.gpu_host)
         with self._runners_lock:
             if key not in self._runners:
-                self._runners[key] = profiling_runner(self.settings)
+                runner, problem = profiling_runner(self.settings)
+                if runner is not None:
+                    # Other kernellsp jobs on the GPU (a terminal's optimize, CI) queue behind the editor's and see
+                    # who holds it; the editor's jobs wait for theirs in line too, logged, cancellable by the job.
+                    runner.job_label = f"the kernellsp language server (workspace {self.workspace_root() or '?'})"
+                    runner.gpu_wait_s = self.settings.gpu_wait_timeout_s or None
+                    runner.on_gpu_wait = lambda m: log.info("%s", m)
+                self._runners[key] = (runner, problem)
             return self._runners[key]
 
     def gpu_runner_known(self) -> tuple[Runner | None, str | None] | None:

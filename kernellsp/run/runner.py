@@ -9,7 +9,7 @@ Both give the program under test a fresh scratch directory and an environment st
 secrets (no API keys or tokens), run every command in the sandbox of :mod:`kernellsp.run.sandbox`
 (bubblewrap: no network, writes only in the scratch directory, no home, resource limits; a named
 violation raises ``RunnerError("sandbox_violation")``; ``KERNELLSP_SANDBOX=auto|require|off``), run
-one job at a time per GPU (a lock file on the GPU host), kill
+one job at a time per GPU, kill
 whole process groups on timeout or cancel, and turn the usual failures into :class:`RunnerError`
 messages that name the fix: unreachable host, no nvcc or ncu there, no GPU, counters not
 permitted (ERR_NVGPUCTRPERM), timeouts, crashing or hanging kernels.
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import re
 import shlex
@@ -46,6 +47,85 @@ _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I
 _LOCK_NAME = "kernellsp-gpu.lock"
 _RC_MARK = "__kernellsp_rc="
 _LOCK_BUSY = 75  # flock -E: the GPU lock was not free in time
+
+
+# --------------------------------------------------------------------------------------------------
+# The GPU lock: one job at a time per GPU, whoever starts it
+#
+# Every kernellsp on the GPU host takes the same lock file, ``/tmp/kernellsp-gpu.lock``
+# (``$KERNELLSP_GPU_LOCK_DIR`` moves it): a local job, a job that came over ssh, another user's, an
+# editor's and a CI run's all queue on it (the ssh runner's lock used to be in its own per-user
+# scratch folder, so a local and an ssh job on one GPU ran together). The holder writes who it is
+# beside the lock (``kernellsp-gpu.lock.holder.<uid>``: what job, which user and host, since when), so
+# a waiter shows "waiting for the GPU: held by optimize of softmax.cu (ana@gpu1) since 14:02" instead
+# of failing. A waiter waits as long as it takes, cancellably; ``gpu_wait_timeout_s`` (a setting,
+# 0 = no limit) is the only time limit on the wait.
+
+#: Whether the holder record of a waiter's view is re-read (seconds); the wait itself polls every 0.1 s.
+_HOLDER_POLL_S = 1.0
+#: A wait over ssh asks the host this often (each ask is one round trip on the shared connection).
+_SSH_LOCK_POLL_S = 2.0
+
+
+def gpu_lock_dir() -> str:
+    """Where GPU lock files are: ``$KERNELLSP_GPU_LOCK_DIR`` or ``/tmp`` (the same for every user and runner,
+    never ``$TMPDIR``, which differs between a user's shell, an editor and an ssh session)."""
+    return os.environ.get("KERNELLSP_GPU_LOCK_DIR") or "/tmp"
+
+
+@dataclass
+class GpuHolder:
+    """Who holds a GPU lock: the job's label, user, host, process and since when (epoch seconds)."""
+
+    label: str
+    user: str
+    host: str
+    pid: int
+    since: float
+
+    def describe(self) -> str:
+        when = time.strftime("%H:%M", time.localtime(self.since))
+        return f"held by {self.label} ({self.user}@{self.host}, pid {self.pid}) since {when}"
+
+
+def _holder_json(label: str) -> str:
+    import getpass
+    import socket
+
+    return json.dumps({"label": label, "user": getpass.getuser(), "host": socket.gethostname(), "pid": os.getpid(),
+                       "since": time.time()})  # fmt: skip
+
+
+def parse_holders(texts: list[str]) -> GpuHolder | None:
+    """The newest holder among holder records (JSON lines); ``None`` when there is none."""
+    best: GpuHolder | None = None
+    for text in texts:
+        for line in text.splitlines():
+            try:
+                d = json.loads(line)
+                h = GpuHolder(str(d["label"]), str(d["user"]), str(d["host"]), int(d["pid"]), float(d["since"]))
+            except (ValueError, KeyError, TypeError):
+                continue
+            if best is None or h.since > best.since:
+                best = h
+    return best
+
+
+def _local_holder(lock_path: Path) -> GpuHolder | None:
+    texts = []
+    for f in lock_path.parent.glob(lock_path.name + ".holder.*"):
+        with contextlib.suppress(OSError):
+            text = f.read_text(encoding="utf-8")
+            h = parse_holders([text])
+            # A record whose process is gone is stale (a job killed with SIGKILL cannot remove it).
+            if h is not None and os.path.exists(f"/proc/{h.pid}"):
+                texts.append(text)
+    return parse_holders(texts)
+
+
+def _waiting_message(holder: GpuHolder | None, where: str, waited_s: float) -> str:
+    who = holder.describe() if holder is not None else "held by another job (it did not say which)"
+    return f"waiting for the GPU{where}: {who}; waited {waited_s:.0f} s so far"
 
 
 class RunnerError(RuntimeError):
@@ -136,6 +216,24 @@ class Runner(ABC):
     name: str
     #: ``auto``: sandbox when the host can, say so when not; ``require``: refuse to run unconfined; ``off``.
     sandbox: str = "auto"
+    #: What this process is doing, for the GPU lock's holder record ("optimize of softmax.cu").
+    job_label: str = "a kernellsp job"
+    #: How long a GPU step waits for the GPU lock; ``None``: as long as it takes (the ``gpu_wait_timeout_s``
+    #: setting, 0 = no limit). Cancelling the job ends the wait.
+    gpu_wait_s: float | None = None
+    #: Called with "waiting for the GPU: held by ..." while a GPU step waits (and again when the holder changes).
+    on_gpu_wait: Callable[[str], None] | None = None
+
+    def _gpu_waiting(self, message: str) -> None:
+        if self.on_gpu_wait is not None:
+            with contextlib.suppress(Exception):  # a display failure must not fail the job
+                self.on_gpu_wait(message)
+
+    def _gpu_wait_expired(self, waited_s: float, holder: GpuHolder | None) -> RunnerError:
+        who = holder.describe() if holder is not None else "held by another kernellsp job"
+        return RunnerError("busy", f"the GPU on {self.name} is still busy after the {self.gpu_wait_s:g} s the "
+                                   f"gpu_wait_timeout_s setting allows ({who}); raise the setting (0 waits as long "
+                                   "as it takes) or try again later")  # fmt: skip
     _sandbox_probed: tuple[sbx.Sandbox | None, sbx.SandboxStatus] | None = None
 
     def sandbox_status(self) -> sbx.SandboxStatus:
@@ -348,7 +446,7 @@ class LocalRunner(Runner):
         full_env = clean_env(env, home=workdir)
         if not gpu_lock:
             return _popen_run(argv, workdir, timeout_s, cancel, full_env, label)
-        lock_path = Path(tempfile.gettempdir()) / self.gpu_lock_name
+        lock_path = Path(gpu_lock_dir()) / self.gpu_lock_name
         import fcntl
 
         try:
@@ -359,6 +457,9 @@ class LocalRunner(Runner):
                                       "(remove it, or point TMPDIR elsewhere)") from None  # fmt: skip
         with os.fdopen(fd) as fh:
             t0 = time.monotonic()
+            shown: str | None = None
+            next_look = 0.0
+            holder: GpuHolder | None = None
             while True:
                 try:
                     fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -366,13 +467,28 @@ class LocalRunner(Runner):
                 except BlockingIOError:
                     if cancel is not None and cancel.is_set():
                         raise Cancelled("gpu lock") from None
-                    if time.monotonic() - t0 > timeout_s:
-                        raise RunnerError("busy", f"the GPU stayed busy with another kernellsp job for {timeout_s:.0f} s "
-                                                  f"(lock {lock_path})") from None  # fmt: skip
+                    now = time.monotonic()
+                    if self.gpu_wait_s is not None and now - t0 > self.gpu_wait_s:
+                        raise self._gpu_wait_expired(now - t0, holder) from None
+                    if now >= next_look:
+                        next_look = now + _HOLDER_POLL_S
+                        holder = _local_holder(lock_path)
+                        who = holder.describe() if holder is not None else None
+                        if who != shown or (now - t0) % 30 < _HOLDER_POLL_S:
+                            shown = who
+                            self._gpu_waiting(_waiting_message(holder, "", now - t0))
                     time.sleep(0.1)
+            mine = lock_path.parent / f"{lock_path.name}.holder.{os.getuid()}"
+            with contextlib.suppress(OSError):  # the record is for waiters' messages; the lock works without it
+                tmp = mine.with_name(f"{mine.name}.{uuid.uuid4().hex[:6]}")
+                tmp.write_text(_holder_json(self.job_label) + "\n", encoding="utf-8")
+                os.chmod(tmp, 0o644)
+                tmp.replace(mine)
             try:
                 return _popen_run(argv, workdir, timeout_s, cancel, full_env, label)
             finally:
+                with contextlib.suppress(OSError):
+                    mine.unlink()
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
     def _sandbox_install(self, files: dict[str, bytes]) -> dict[str, str]:
@@ -457,6 +573,9 @@ def _socket_dir() -> str:
 
 class SshRunner(Runner):
     """A remote GPU host reached with ssh (``user@host`` or an ssh config alias; ``host:port`` allowed)."""
+
+    #: The host's GPU lock, the one a local runner there takes too (:func:`gpu_lock_dir`).
+    gpu_lock_name: str = _LOCK_NAME
 
     def __init__(self, target: str, ssh: str = "ssh", connect_timeout_s: int = 10,
                  extra_options: list[str] | None = None, sandbox: str | None = None) -> None:  # fmt: skip
@@ -598,8 +717,15 @@ class SshRunner(Runner):
         cmd = " ".join(shlex.quote(a) for a in argv)
         body = f"cd {shlex.quote(workdir)} && env -i {' '.join(assigns)} {cmd}"
         if gpu_lock:
-            lock = f"{self.root()}/{_LOCK_NAME}"
-            body = f"flock -E {_LOCK_BUSY} -w {int(timeout_s)} {shlex.quote(lock)} sh -c {shlex.quote(body)}"
+            # The host's one GPU lock (the local runner's too: see gpu_lock_dir), waited for here with progress; the
+            # job then takes it for real (a job that slips in between only makes this wait again, in the flock).
+            lock = f'"${{KERNELLSP_GPU_LOCK_DIR:-/tmp}}"/{shlex.quote(self.gpu_lock_name)}'
+            self._wait_remote_lock(lock, cancel)
+            rec = shlex.quote(json.dumps(self.job_label))
+            holder = (f'h={lock}.holder.$(id -u); printf \'{{"label": %s, "user": "%s", "host": "%s", "pid": %s, '
+                      f'"since": %s}}\\n\' {rec} "$(id -un)" "$(hostname)" $$ "$(date +%s)" > "$h.$$" && '
+                      f'chmod 644 "$h.$$" && mv -f "$h.$$" "$h"; trap \'rm -f "$h"\' EXIT; ')
+            body = f"flock -E {_LOCK_BUSY} -w {int(timeout_s)} {lock} sh -c {shlex.quote(holder + body)}"
         # The lock wait (up to timeout_s) must not eat into the command's own time limit.
         limit = int(timeout_s) * (2 if gpu_lock else 1) + 5
         # `timeout` leads its own process group (pid recorded for cancel) and SIGKILLs all of it, itself
@@ -618,12 +744,43 @@ class SshRunner(Runner):
             rc, err = int(m.group(1)), err[: m.start()]
         rr = RunResult(rc, out, err, time.monotonic() - t0)
         if gpu_lock and rc == _LOCK_BUSY and not out and not err:
-            raise RunnerError("busy", f"the GPU on {self.name} stayed busy with another kernellsp job for "
-                                      f"{timeout_s:.0f} s (lock {self.root()}/{_LOCK_NAME})")  # fmt: skip
+            # Another job took the lock between the wait and this command: wait in line again.
+            return self._run_unwrapped(argv, workdir, timeout_s, cancel, env, gpu_lock, label)
         if rc == 137 and rr.seconds >= timeout_s:  # killed by `timeout`; an earlier SIGKILL is a crash
             raise RunnerError("timeout", f"{label} on {self.name} did not finish within {timeout_s:.0f} s "
                                          "and was killed (a hanging kernel?)")  # fmt: skip
         return rr
+
+    def _wait_remote_lock(self, lock: str, cancel: threading.Event | None) -> None:
+        """Until the host's GPU lock is free: ask every few seconds, report who holds it, honour cancel and
+        ``gpu_wait_s``."""
+        probe = (f'L={lock}; if flock -n -E {_LOCK_BUSY} "$L" true; then echo FREE; else for f in "$L".holder.*; do '
+                 '[ -f "$f" ] || continue; p=$(sed -n \'s/.*"pid": *\\([0-9]*\\).*/\\1/p\' "$f"); '
+                 '[ -n "$p" ] && [ -d "/proc/$p" ] && cat "$f"; done; fi')  # fmt: skip
+        t0 = time.monotonic()
+        shown: str | None = None
+        holder: GpuHolder | None = None
+        while True:
+            res = self._ssh(probe, 60, cancel=cancel)
+            text = res.stdout.decode(errors="replace")
+            if res.returncode == 0 and text.startswith("FREE"):
+                return
+            if res.returncode not in (0, _LOCK_BUSY):
+                raise RunnerError("lock", f"cannot take the GPU lock on {self.name}: "
+                                          f"{res.stderr.decode(errors='replace').strip() or 'flock failed'} "
+                                          "(is util-linux's flock installed there?)")  # fmt: skip
+            now = time.monotonic()
+            holder = parse_holders([text])
+            if self.gpu_wait_s is not None and now - t0 > self.gpu_wait_s:
+                raise self._gpu_wait_expired(now - t0, holder)
+            who = holder.describe() if holder is not None else None
+            if who != shown or (now - t0) % 30 < _SSH_LOCK_POLL_S:
+                shown = who
+                self._gpu_waiting(_waiting_message(holder, f" on {self.name}", now - t0))
+            if cancel is not None and cancel.wait(_SSH_LOCK_POLL_S):
+                raise Cancelled("gpu lock")
+            if cancel is None:
+                time.sleep(_SSH_LOCK_POLL_S)
 
     def _sandbox_install(self, files: dict[str, bytes]) -> dict[str, str]:
         d = f"{self.root()}/sandbox"
