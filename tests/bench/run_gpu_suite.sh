@@ -22,6 +22,8 @@ else
   echo "bench_ssh.py skipped: no /usr/sbin/sshd and no KERNELLSP_TEST_SSH_BUNDLE (see tests/ssh_bundle.sh)" >&2
 fi
 "$PY" tests/bench/bench_lsp.py --write || status=1
+"$PY" tests/bench/bench_verify.py --write || status=1
+"$PY" tests/bench/bench_ncu_sections.py --write || status=1
 if [ "${1:-}" != "--quick" ]; then
   "$PY" tests/bench/bench_optimize.py --write || status=1
 fi
