@@ -882,6 +882,8 @@ def rules_show(code: Annotated[str, typer.Argument(help="Rule code, e.g. KL101."
         f"  when:     {r.when}" if r.when else f"  emitter:  {r.emitter}",
         f"  message:  {r.message}",
         f"  fix:      {r.fix}",
+        f"  silence:  `// kernellsp: ignore[{r.code}]` on the line or the line above; ignore = [\"{r.code}\"] in "
+        f"kernellsp.toml [settings]; --ignore {r.code}",
         f"  file:     {r.origin}",
         "",
         r.guidance.strip(),

@@ -81,6 +81,8 @@ def rule_text(code: str, workspace: Path | None) -> str:
         f"when: {r.when}" if r.when else f"emitter: {r.emitter}",
         f"message: {r.message}",
         f"fix: {r.fix}",
+        f"silence: `// kernellsp: ignore[{r.code}]` on the line or the line above, or ignore = [\"{r.code}\"] in "
+        "kernellsp.toml [settings]",
         "",
         r.guidance.strip(),
     ]
