@@ -68,6 +68,8 @@ def test_valid_convolution_behind_a_host_launcher_keeps_the_launch() -> None:
     assert m.binding["halo (main shape)"] == "x [-0, +6] y [-0, +6]"
     for _, rw, _ in candidates(NAME, CORPUS / "stencil_conv2d_valid_launcher.cu", "solve"):
         assert rw.launch is None and "const int kl_vbx = blockDim.x;" in rw.code
+        # The host's 16-wide block: a warp reads two tile rows, so the pitch is 16 (mod 32) words, not 22.
+        assert "__shared__ float kl_tile_input[1056];" in rw.code and ") * 48 + kl_vtx" in rw.code
 
 
 def test_mask_width_halves_are_divisions_in_the_halo() -> None:

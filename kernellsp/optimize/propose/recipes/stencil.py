@@ -536,6 +536,10 @@ class _Gen:
         self.halo = halo
         self.specialise = specialise and bool(st.sizes)
         self.twc = vbx + halo[0] + halo[1]
+        if st.dims == 2 and bx < 32 and 32 % bx == 0:
+            # A warp spans 32 / bx tile rows: a row pitch of bx (mod 32) words puts them on disjoint banks
+            # (a 16-wide block with pitch 22 read 2-way conflicted: slower than the naive kernel on an H100).
+            self.twc += (bx - self.twc % 32) % 32
         self.thc = (vby + halo[2] + halo[3]) if st.dims == 2 else 1
         for t in st.tiled:
             if self.twc * self.thc * t.elem_bytes > TILE_BYTES // max(1, len(st.tiled)):
