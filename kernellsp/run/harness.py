@@ -1125,19 +1125,22 @@ def _pattern_float(pat: str, j: int, count: int, dtype: str, lo: float, hi: floa
     up, dn = hi - c, c - lo
     s = 1.0 if up >= dn else -1.0
     big, small = (up, dn) if up >= dn else (dn, up)
+    spike = c + s * (big * (0.5 + 0.5 * u))
+    v = c
     if pat == "spikes":
         if (x2 * 64) >> 64 == 0:
-            v = c + s * (big * (0.5 + 0.5 * u))
-        else:
-            v = c + (2.0 * u - 1.0) * ((hi - lo) * 2.0**-12)
+            v = spike
     elif pat == "alternating":
-        v = c + s * (big * (0.5 + 0.5 * u)) if j % 2 == 0 else c - s * (small * (0.25 * u))
+        if (draw(key, 2 * (j & ~1) + 1) * 32) >> 64 == 0:
+            v = spike if j % 2 == 0 else c - s * (small * (0.25 + 0.25 * u))
     elif pat == "ramp":
-        v = c + s * (big * ((float(j) + 0.5) / float(count)))
-    else:  # wide
-        e = (x1 * (_WIDE_BINADES[dtype] + 1)) >> 64
-        mag = math.ldexp(0.5 + 0.5 * ((x1 & 0xFFFFFFFF) * 2.0**-32), -e)
-        v = c - s * (small * mag) if small > 0.0 and (x2 * 8) >> 64 == 0 else c + s * (big * mag)
+        if (x2 >> 11) * 2.0**-53 < (float(j) + 0.5) / float(count) * 0.0625:
+            v = spike
+    elif (x2 * 64) >> 64 == 0:  # wide
+        low = x2 | (1 << _WIDE_BINADES[dtype])
+        e = (low & -low).bit_length() - 1
+        mag = math.ldexp(0.5 + 0.5 * u, -e)
+        v = c - s * (small * mag) if small > 0.0 and (x2 >> 48) & 7 == 0 else c + s * (big * mag)
     return lo if v < lo else hi if v > hi else v
 
 
