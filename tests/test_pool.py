@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import re
 import sys
 import threading
@@ -56,7 +57,7 @@ def cluster(session_cache_dir: Path) -> Iterator[distributed.SpecCluster]:
         workers = {name: {"cls": distributed.Nanny, "options": {"nthreads": 1, "env": env}}
                    for name in ("a0", "a1", "b0")}  # fmt: skip
         c = distributed.SpecCluster(workers=workers, silence_logs=logging.ERROR,
-                                    scheduler={"cls": distributed.Scheduler, "options": {"dashboard_address": None}})  # fmt: skip
+                                    scheduler={"cls": distributed.Scheduler, "options": {"dashboard": False, "dashboard_address": None}})  # fmt: skip
     try:
         yield c
     finally:
@@ -289,3 +290,35 @@ def test_cli_optimize_all_and_doctor_with_an_unreachable_pool(tmp_path: Path) ->
     assert res.returncode == 2 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in res.stderr
     res = subprocess.run([*exe, "doctor"], cwd=tmp_path, capture_output=True, text=True)
     assert "[MISS] pool" in res.stdout and "cannot reach the Dask scheduler" in res.stdout
+
+
+@requires_nvcc
+def test_a_local_pool_without_dask_cuda_runs_the_real_gate_on_its_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, vector_add: Path
+) -> None:
+    """``pool.scheduler = "local"``: the production path up to the GPU. One worker pinned to GPU 0 (distributed's
+    own cluster when dask-cuda is not installed), found by nvidia-smi (a stand-in script here, the only
+    stand-in), running the gate itself: the real build, then the first GPU step fails as on any host without a
+    GPU, and that error comes back as the gate's own VerifyError."""
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.parent.mkdir()
+    smi.write_text("#!/bin/sh\necho '0, GPU-0000-test, NVIDIA H100 80GB HBM3, 9.0, 580.00, 81559, 1980, 1980, "
+                   "2619, 2619'\n")  # fmt: skip
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{smi.parent}:{os.environ['PATH']}")  # the worker starts with this PATH
+    pool = Pool("local", connect_timeout_s=60)
+    try:
+        pool.client()
+        try:
+            import dask_cuda  # noqa: F401
+        except ImportError:
+            assert pool.cluster_kind.startswith("distributed SpecCluster, one pinned worker per GPU")
+        (w,) = pool.workers()
+        assert w.gpu is not None and w.gpu.uuid == "GPU-0000-test" and w.gpu.arch == "sm_90"
+        runner = pool.runner()
+        assert runner.environment()["gpu"] == "NVIDIA H100 80GB HBM3"
+        with pytest.raises(gate.VerifyError, match="baseline"):
+            gate.verify(vector_add, VECTOR_ADD, CONST_EDIT, "vector_add", runner,
+                        gate.VerifyOptions(seeds=1, sanitize=False))  # fmt: skip
+    finally:
+        pool.close()

@@ -377,30 +377,41 @@ class VerifyResponse:
     worker: str
     gpu_uuid: str | None
     seconds: float
+    #: Wall-clock times (``time.time()``) of the task's start and end on the worker: with the client's own
+    #: submit and return times they split the pool's added latency into dispatch and return.
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    #: Seconds of the verification itself (the rest of ``seconds``: the scratch copy, the cancel watcher).
+    verify_seconds: float = 0.0
 
 
 def run_verification(req: VerifyRequest) -> VerifyResponse:
     """The task: verify ``req`` on this worker's GPU (runs on a worker)."""
     from kernellsp.optimize.verify.gate import VerifyError, verify
 
-    t0 = time.monotonic()
+    t0, started = time.monotonic(), time.time()
     worker = distributed.get_worker()
+
+    def answer(verdict: Any, error: str | None = None, kind: str | None = None, gpu: str | None = None,
+               verify_s: float = 0.0) -> VerifyResponse:  # fmt: skip
+        return VerifyResponse(verdict, error, kind, worker.address, gpu, time.monotonic() - t0, started, time.time(),
+                              verify_s)  # fmt: skip
+
     try:
         plugin = _plugin()
     except PoolError as exc:
-        return VerifyResponse(None, str(exc), "pool", worker.address, None, 0.0)
+        return answer(None, str(exc), "pool")
     runner, info = plugin.runner, plugin.info
     if runner is None or info is None:
-        why = info.problem if info is not None else "not set up"
-        return VerifyResponse(
-            None, f"worker {worker.address} cannot verify: {why}", "pool", worker.address, None, 0.0
+        return answer(
+            None, f"worker {worker.address} cannot verify: {info.problem if info else 'not set up'}", "pool"
         )
+    uuid_ = runner.gpu.uuid
     cancel = threading.Event()
     done = threading.Event()
     # Made here: the worker's client is known in the task's own thread only.
     flag = distributed.Event(req.cancel_event, client=distributed.get_client())
-    watcher = threading.Thread(target=_watch_cancel, args=(flag, cancel, done), daemon=True)
-    watcher.start()
+    threading.Thread(target=_watch_cancel, args=(flag, cancel, done), daemon=True).start()
 
     def progress(message: str, pct: float | None) -> None:
         worker.log_event(req.progress_topic, {"id": req.id, "message": message, "pct": pct})
@@ -411,28 +422,23 @@ def run_verification(req: VerifyRequest) -> VerifyResponse:
         path.write_text(req.baseline)
         for rel, data in req.includes.items():
             p = (root / rel).resolve()
-            if (
-                root.resolve() not in p.parents
-            ):  # only files under the scratch folder, whatever the client sent
-                continue
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_bytes(data)
+            # Only files under the scratch folder, whatever the client sent.
+            if root.resolve() in p.parents:
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_bytes(data)
         # Built for this GPU: a pool of mixed models builds each candidate for the GPU that runs it.
         opts = replace(req.options, arch=runner.gpu.arch)
         fn = req.verify_fn or verify
+        tv = time.monotonic()
         verdict = fn(path, req.baseline, req.candidate, req.entry, runner, opts, dict(info.environment), cancel,
                      progress)  # fmt: skip
-        return VerifyResponse(verdict, None, None, worker.address, runner.gpu.uuid, time.monotonic() - t0)
+        return answer(verdict, gpu=uuid_, verify_s=time.monotonic() - tv)
     except Cancelled as exc:
-        return VerifyResponse(None, f"cancelled ({exc})", "cancelled", worker.address, runner.gpu.uuid,
-                              time.monotonic() - t0)  # fmt: skip
+        return answer(None, f"cancelled ({exc})", "cancelled", uuid_)
     except VerifyError as exc:
-        return VerifyResponse(
-            None, str(exc), "verify", worker.address, runner.gpu.uuid, time.monotonic() - t0
-        )
+        return answer(None, str(exc), "verify", uuid_)
     except RunnerError as exc:
-        return VerifyResponse(None, f"{exc} (on {runner.name})", "runner", worker.address, runner.gpu.uuid,
-                              time.monotonic() - t0)  # fmt: skip
+        return answer(None, f"{exc} (on {runner.name})", "runner", uuid_)
     finally:
         done.set()
         shutil.rmtree(root, ignore_errors=True)
@@ -454,8 +460,9 @@ def _watch_cancel(flag: Any, cancel: threading.Event, done: threading.Event) -> 
 # The client side
 
 
-def _start_local_cluster(gpus: list[str]) -> Any:
-    """One worker per GPU of this host (``gpus``: indices or UUIDs; empty: all), one thread each."""
+def _start_local_cluster(gpus: list[str]) -> tuple[Any, str]:
+    """One worker per GPU of this host (``gpus``: indices or UUIDs; empty: all), one thread each; and which
+    kind of cluster that is (dask-cuda's, or distributed's own parts when dask-cuda is missing or fails)."""
     devices = list(gpus)
     if not devices:
         found = list_gpus()
@@ -463,22 +470,25 @@ def _start_local_cluster(gpus: list[str]) -> Any:
             raise PoolError("pool.scheduler = \"local\" needs a GPU on this host, and nvidia-smi finds none: set "
                             "pool.scheduler to the address of a Dask scheduler with GPU workers")  # fmt: skip
         devices = [g.index for g in found]
+    why = ""
     try:
         from dask_cuda import LocalCUDACluster
-    except ImportError:
-        LocalCUDACluster = None
-    common = {"dashboard_address": None, "silence_logs": 40}  # ERROR: workers' INFO lines would flood stderr
-    if LocalCUDACluster is not None:
-        # device_memory_limit=0: no device-memory spilling (our workers hold no device data: the code under
-        # test runs in its own processes).
-        return LocalCUDACluster(
-            CUDA_VISIBLE_DEVICES=devices, threads_per_worker=1, device_memory_limit=0, **common
-        )
-    # Without dask-cuda: the layout LocalCUDACluster makes, from distributed's own parts.
+
+        # device_memory_limit=0: no device-memory spilling (the workers hold no device data: the code under
+        # test runs in processes of its own). silence_logs=ERROR: workers' INFO lines would flood stderr.
+        cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=devices, threads_per_worker=1, device_memory_limit=0,
+                                   dashboard_address=None, silence_logs=40)  # fmt: skip
+        return cluster, "dask-cuda LocalCUDACluster"
+    except ImportError as exc:
+        why = f"dask-cuda is not installed ({exc.name})"
+    except Exception as exc:  # its GPU discovery or NVML failing: the same layout without it still works
+        why = f"dask-cuda's LocalCUDACluster failed: {type(exc).__name__}: {exc}"
+    # The layout LocalCUDACluster makes (one nanny-managed worker per GPU, pinned), from distributed's own parts.
     workers = {f"gpu-{d}": {"cls": distributed.Nanny, "options": {"nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": d}}}
                for d in devices}  # fmt: skip
-    scheduler = {"cls": distributed.Scheduler, "options": {"dashboard_address": None}}
-    return distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=40)
+    scheduler = {"cls": distributed.Scheduler, "options": {"dashboard": False, "dashboard_address": None}}
+    cluster = distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=40)
+    return cluster, f"distributed SpecCluster, one pinned worker per GPU ({why})"
 
 
 class Pool:
@@ -502,6 +512,8 @@ class Pool:
         self.verify_fn = verify_fn
         self._lock = threading.Lock()
         self._client: Any = None
+        #: What ``scheduler = "local"`` started (dask-cuda's cluster or the fallback, and why); "" otherwise.
+        self.cluster_kind = ""
         self._cluster: Any = None
         self._topic = f"kernellsp-progress-{uuid.uuid4().hex[:12]}"
         self._progress: dict[str, Callable[[str, float | None], None]] = {}
@@ -520,7 +532,7 @@ class Pool:
     def _connect(self) -> None:
         try:
             if self.scheduler == "local":
-                self._cluster = _start_local_cluster(self.gpus)
+                self._cluster, self.cluster_kind = _start_local_cluster(self.gpus)
                 self._client = distributed.Client(self._cluster, timeout=self.connect_timeout_s)
             else:
                 self._client = distributed.Client(self.scheduler, timeout=self.connect_timeout_s)
@@ -618,6 +630,7 @@ class Pool:
                             verify_fn=verify_fn or self.verify_fn)  # fmt: skip
         if progress is not None:
             self._progress[req.id] = progress
+        submitted = time.time()
         fut = client.submit(run_verification, req, key=f"kernellsp-verify-{entry}-{req.id[:12]}",
                             resources={resource_name(model): 1}, pure=False)  # fmt: skip
         last_check = time.monotonic()
@@ -659,9 +672,11 @@ class Pool:
             raise VerifyError(resp.error if resp.error_kind != "runner" else f"runner problem: {resp.error}")
         v = resp.verdict
         assert v is not None  # a response without an error carries a verdict
-        v.environment.setdefault("pool", {})
+        # Where and when: the submit → start → finish → return times split the pool's own latency.
         v.environment["pool"] = {"scheduler": self.scheduler, "worker": resp.worker, "gpu_uuid": resp.gpu_uuid,
-                                 "worker_seconds": resp.seconds}  # fmt: skip
+                                 "submitted_at": submitted, "started_at": resp.started_at,
+                                 "finished_at": resp.finished_at, "returned_at": time.time(),
+                                 "task_seconds": resp.seconds, "verify_seconds": resp.verify_seconds}  # fmt: skip
         return v
 
     def _cancel(self, client: Any, fut: Any, req: VerifyRequest) -> None:
