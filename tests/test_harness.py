@@ -1118,3 +1118,47 @@ def test_input_sets_and_checked_launches_on_gpu(tmp_path: Path) -> None:
              "--fresh-inputs", "--check-launches", "3")  # fmt: skip
         picks.add(tuple(sn.launch for sn in read_result(tmp_path / f"t{k}").snapshots))
     assert len(picks) > 1, picks
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_patterns_keep_a_naive_float32_sum_as_accurate_as_the_spec_inputs(tmp_path: Path) -> None:
+    """The reference is the baseline: a naive float32 accumulation (one atomicAdd per element) must not be
+    further off the exact sum on a pattern than on the spec's own inputs, or an honest tree reduction would
+    'mismatch' (a dense ramp over 4 Mi elements put such a sum 1.5e-3 off); and a half-reading kernel must
+    be far off on the ramp and alternating patterns. The inputs come from the compiled harness (mode inputs)."""
+    import numpy as np
+
+    text = VADD.replace('dist = "normal(0.5, 2)"', 'dist = "uniform(0, 1)"').replace("N = 4096", "N = 4194304")
+    src = tmp_path / "vadd.cu"
+    src.write_text(text)
+    plan = _plan_of(text, "vadd", str(src))
+    (tmp_path / "h.cu").write_text(generate_harness(plan, str(src)))
+    proc = subprocess.run(harness_compile_command(str(tmp_path / "h.cu"), str(tmp_path / "h"), "sm_90"),
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    sets = [input_set(17, p) for p in PATTERNS]
+    assert _run(tmp_path / "h", "--mode", "inputs", "--out", str(tmp_path / "o"), "--sets", ",".join(sets)).returncode == 0
+    res = read_result(tmp_path / "o")
+    n = plan.shapes[0].counts["b"]
+
+    def errors(i: int) -> tuple[float, float, float]:
+        x = np.fromfile(tmp_path / "o" / (res.sets[i].buffers["b"].input_file or ""), dtype="<f4")
+        exact = float(np.sum(x.astype(np.float64)))
+        naive = float(np.cumsum(x, dtype=np.float32)[-1])
+        first_half = 2 * float(np.sum(x[: n // 2], dtype=np.float64))
+        evens = 2 * float(np.sum(x[0::2], dtype=np.float64))
+        return abs(naive - exact) / exact, abs(first_half - exact) / exact, abs(evens - exact) / exact
+
+    spec_err = errors(0)[0]
+    for i, pattern in enumerate(PATTERNS):
+        naive, first_half, evens = errors(i)
+        assert naive <= max(3 * spec_err, 1e-5), (pattern, naive, spec_err)
+        if pattern == "ramp":
+            assert first_half > 0.3, first_half  # the first half holds a quarter of the spikes
+        if pattern == "alternating":
+            assert evens > 0.5, evens  # the even elements carry every spike of the pairs
+    # The same check fails for a dense ramp: what the sparse patterns avoid.
+    dense = ((np.arange(n) + 0.5) / n).astype(np.float32)
+    exact = float(np.sum(dense.astype(np.float64)))
+    assert abs(float(np.cumsum(dense, dtype=np.float32)[-1]) - exact) / exact > 3 * max(spec_err, 1e-5) * 10
