@@ -141,9 +141,19 @@ def _walk_cuda_files(top: Path, notes: list[str]) -> list[Path]:
 
     out: list[Path] = []
     for root, dirs, files in os.walk(top, onerror=unreadable):
+        for d in sorted(dirs):
+            # Build outputs are not the project's sources (CMake puts its compiler-probe .cu files there), but a
+            # folder of CUDA files is not skipped without a word: name it, and how to check it anyway.
+            if d in ("build", "dist") and _has_cuda(Path(root) / d):
+                notes.append(f"{Path(root) / d}: folder skipped (build output); name it to check its CUDA files")
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
         out.extend(Path(root) / f for f in sorted(files) if f.endswith(CUDA_SUFFIXES))
     return out
+
+
+def _has_cuda(top: Path) -> bool:
+    """Does ``top`` hold a .cu/.cuh file anywhere below (stops at the first)?"""
+    return any(any(f.endswith(CUDA_SUFFIXES) for f in files) for _root, _dirs, files in os.walk(top))
 
 
 def _link_problem(path: Path, exc: BaseException) -> str:

@@ -241,6 +241,10 @@ def test_cmake_project_with_the_real_cmake(tmp_path: Path, monkeypatch: pytest.M
         pytest.skip(f"cmake could not configure a CUDA project here: {proc.stderr[-500:]}")
     result = check_project(project, monkeypatch)
     assert [(n, ln, c) for n, ln, c, _ in findings(result)] == EXPECTED, result.output
+    # The whole tree: CMake's own probe sources in build/ are not checked, and the note says so.
+    everything = invoke("check", ".")
+    assert [(n, ln, c) for n, ln, c, _ in findings(everything)] == EXPECTED, everything.output
+    assert "build: folder skipped (build output); name it to check its CUDA files" in everything.output
 
 
 # --------------------------------------------------------------------------------------------------
@@ -413,6 +417,11 @@ def test_help_shows_no_bool_placeholders() -> None:
     ):
         assert needle in check_help, needle
     assert "Exit 0 when everything is there" in " ".join(invoke("doctor", "--help").stdout.split())
+    shown = invoke("rules", "show", "KL404").stdout
+    assert (
+        '`// kernellsp: ignore[KL404]` on the line or the line above; ignore = ["KL404"] in kernellsp.toml'
+        in shown
+    )
 
 
 # --------------------------------------------------------------------------------------------------
