@@ -331,3 +331,50 @@ def test_sanitizer_plan_covers_every_distinct_shape_with_the_tools_that_apply() 
     twice = SOFTMAX.replace("{ ROWS = 1, COLS = 1 }]", "{ ROWS = 1, COLS = 1 }, { ROWS = 1000, COLS = 100 }]")
     dup = plan_of(twice, "softmax_row")
     assert len(dup.shapes) == 5 and len(_sanitizer_plan(dup, VerifyOptions(), twice, 0)) == 4  # sizes deduplicated
+
+
+def test_hazard_checks_are_bounded_on_heavy_shapes_only_after_passing_a_smaller_one() -> None:
+    """racecheck on a 4096^3 main shape runs for many minutes: once it passed on a smaller shape, a larger
+    shape gets hazard_check_budget_s and is recorded as bounded; on the first shape running out is a refusal."""
+    from types import SimpleNamespace
+
+    from kernellsp.optimize.verify.gate import _sanitize, _sanitizer_plan
+    from kernellsp.run import harness
+    from kernellsp.run.runner import RunnerError
+    from kernellsp.source import spec
+    from kernellsp.source.model import parse_source
+
+    text = SOFTMAX + "\n// __syncthreads();\n"
+    model = parse_source(text, "k.cu")
+    bound = spec.entry_spec(model, "softmax_row")
+    assert bound is not None
+    plan = harness.plan_harness(model, bound.spec, "softmax_row")
+    order = [shape for shape, _ in _sanitizer_plan(plan, VerifyOptions(), text, 1024)]
+    heavy, smallest = order[-1], order[0]
+    calls: list[tuple[str, int, float]] = []
+
+    def harness_run(exe: str, mode: str, shape: int, seed: int, wrapper: list[str], timeout: float,
+                    **_: object) -> tuple[object, object, str]:  # fmt: skip
+        tool = wrapper[wrapper.index("--tool") + 1]
+        calls.append((tool, shape, timeout))
+        if tool == "racecheck" and shape in slow:
+            raise RunnerError("timeout", "took too long")
+        ok = SimpleNamespace(ok=True, error=None)
+        return SimpleNamespace(returncode=0, output="========= ERROR SUMMARY: 0 errors"), ok, ""
+
+    session = SimpleNamespace(runner=SimpleNamespace(which=lambda _n: "/cs"), cand_static_smem=1024,
+                              run_seed=7, harness_run=harness_run,
+                              run=lambda *_a, **_k: SimpleNamespace(output=""))  # fmt: skip
+    opts = VerifyOptions(sanitizer_timeout_s=300, hazard_check_budget_s=60)
+
+    slow = {heavy}
+    details: dict = {}
+    assert _sanitize(session, "softmax_row", plan, opts, lambda *_: None, text, details) is None  # type: ignore[arg-type]
+    bounded = [(d["tool"], d["shape"], d["bounded"]) for d in details["sanitizer"] if d.get("bounded")]
+    assert bounded == [("racecheck", heavy, "stopped after 60 s (hazard_check_budget_s)")]
+    assert ("racecheck", smallest, 300) in calls and ("racecheck", heavy, 60) in calls
+    assert ("memcheck", heavy, 300) in calls  # memcheck is never bounded
+
+    slow, calls = {smallest}, []
+    verdict = _sanitize(session, "softmax_row", plan, opts, lambda *_: None, text, {})  # type: ignore[arg-type]
+    assert verdict is not None and verdict.kind == "timeout"

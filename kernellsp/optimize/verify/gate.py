@@ -87,6 +87,12 @@ class VerifyOptions:
     #: Sanitize every distinct shape (the final verification); False: the smallest only (cheap rounds).
     sanitize_all_shapes: bool = True
     sanitizer_timeout_s: float = 300.0
+    #: racecheck and synccheck instrument every shared-memory access, so on a heavy main shape (a 4096^3
+    #: GEMM) they run for many minutes. Past this many seconds on a shape larger than one where the same
+    #: tool already passed, the run is stopped and recorded as bounded (memcheck and the guard pages
+    #: still cover that shape); on the smallest such shape, or for memcheck/initcheck, the limit is
+    #: ``sanitizer_timeout_s`` and running out of it refuses the candidate.
+    hazard_check_budget_s: float = 90.0
     #: Sequential timing: the interval is looked at after each round from this one on (never before it),
     #: and timing stops once it clears the minimum gain or lies below it (:func:`timing.decision`).
     min_rounds: int = 3
@@ -556,6 +562,8 @@ def _sizes(sizes: dict[str, Any] | None) -> str:
 #: Whether a compute-sanitizer binary knows --padding (asked once per path: ``--help``).
 _SANITIZER_PADDING: dict[str, bool] = {}
 _SYNC_TOKENS = re.compile(r"sync|barrier")
+#: Tools whose cost grows with every shared-memory access (bounded on heavy shapes: hazard_check_budget_s).
+_HAZARD_TOOLS = frozenset({"racecheck", "synccheck"})
 
 
 def _sanitizer_plan(plan: harness.HarnessPlan, opts: VerifyOptions, candidate: str,
@@ -603,10 +611,13 @@ def _sanitize(s: _Session, entry: str, plan: harness.HarnessPlan, opts: VerifyOp
     runs = _sanitizer_plan(plan, opts, candidate, s.cand_static_smem)
     details["sanitizer"] = []
     total = sum(len(tools) for _, tools in runs)
+    passed: set[str] = set()  # hazard tools that already passed on a smaller shape
     k = 0
     for shape, tools in runs:
         for t in tools:
             k += 1
+            bounded = t in _HAZARD_TOOLS and t in passed
+            limit = min(opts.hazard_check_budget_s, opts.sanitizer_timeout_s) if bounded else opts.sanitizer_timeout_s
             say(f"compute-sanitizer {t}, shape {shape}", 66 + 8 * k / max(total, 1))
             wrapper = [tool, "--tool", t, "--error-exitcode", "86", "--print-limit", "5"]
             if t == "memcheck":
@@ -619,8 +630,15 @@ def _sanitize(s: _Session, entry: str, plan: harness.HarnessPlan, opts: VerifyOp
             try:
                 res, out, _ = s.harness_run("h_cand", "check", shape, 0, wrapper=wrapper, alloc="plain",
                                             sets=[harness.input_set(_derive(s.run_seed, 200 + shape))],
-                                            timeout=opts.sanitizer_timeout_s)  # fmt: skip
+                                            timeout=limit)  # fmt: skip
             except RunnerError as exc:
+                if exc.kind == "timeout" and bounded:
+                    # The hazard passed on a smaller shape; on this one only its first `limit` seconds ran.
+                    details["sanitizer"].append({"tool": t, "shape": shape, "seconds": round(time.monotonic() - t0, 3),
+                                                 "bounded": f"stopped after {limit:g} s (hazard_check_budget_s)"})  # fmt: skip
+                    say(f"compute-sanitizer {t} on shape {shape}: stopped after {limit:g} s (passed on a smaller shape)",
+                        None)  # fmt: skip
+                    continue
                 if exc.kind == "timeout":
                     return _reject("timeout", entry, f"compute-sanitizer {t} did not finish on shape {shape} within "
                                    f"{opts.sanitizer_timeout_s:g} s; the candidate cannot be accepted unchecked",
@@ -637,6 +655,7 @@ def _sanitize(s: _Session, entry: str, plan: harness.HarnessPlan, opts: VerifyOp
             if out is None or not out.ok:
                 return _reject("runtime_error", entry, f"the candidate failed under compute-sanitizer {t} on shape "
                                f"{shape}: {out.error if out else _first_line(text, 3)}", tool=t, shape=shape)  # fmt: skip
+            passed.add(t)
     return None
 
 
