@@ -322,3 +322,36 @@ def test_a_local_pool_without_dask_cuda_runs_the_real_gate_on_its_worker(
                         gate.VerifyOptions(seeds=1, sanitize=False))  # fmt: skip
     finally:
         pool.close()
+
+
+def test_cli_optimize_all_prints_the_table_and_writes_the_page(cluster: distributed.SpecCluster, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The CLI's --all over the pool (its runner is the test's: the workers' GPU steps are the stand-in)."""
+    from typer.testing import CliRunner
+
+    from kernellsp import cli
+
+    (tmp_path / "kernellsp.toml").write_text('[settings]\nrunner = "pool"\n')
+    (tmp_path / "k").mkdir()
+    (tmp_path / "k" / "vector_add.cu").write_text(VECTOR_ADD)
+    (tmp_path / "k" / "notes.txt").write_text("not CUDA")
+    pool = _pool(cluster, build=False, gpu_seconds=0.05)
+    monkeypatch.setattr(cli, "_make_runner", lambda _s: (pool.runner(), None))
+    monkeypatch.chdir(tmp_path)
+    try:
+        res = CliRunner().invoke(cli.app, ["optimize", "k", "--all", "--proposer", "tuner", "--rounds", "1",
+                                           "--candidates", "2", "--html", "summary.html"])  # fmt: skip
+        assert res.exit_code == 0, res.output
+        table = res.stdout.splitlines()
+        assert table[0].split()[:2] == ["entry", "GPU"] and table[1].startswith("k/vector_add.cu:vector_add")
+        assert "accepted" in table[1] and "1 of 1 entries faster (verified)" in res.stdout
+        page = (tmp_path / "summary.html").read_text()
+        assert "<tr class='ok'>" in page and "vector_add" in page
+        res = CliRunner().invoke(cli.app, ["optimize", "k", "--all", "--proposer", "tuner", "--rounds", "1",
+                                           "--candidates", "1", "--format", "json"])  # fmt: skip
+        doc = json.loads(res.stdout)
+        assert doc["entries"][0]["entry"] == "vector_add" and doc["runner"].startswith("pool tcp://")
+        res = CliRunner().invoke(cli.app, ["optimize", "k", "--all", "--kernel", "vector_add"])
+        assert res.exit_code == 2 and "drop --kernel" in res.output
+    finally:
+        pool.close()

@@ -82,8 +82,9 @@ def test_every_model_field_has_an_editor_path_and_a_description() -> None:
     snake_paths = set(FIELD_MAP.values())
     for name, info in Settings.model_fields.items():
         assert info.description, f"Settings.{name} has no description (it is the user documentation)"
-        if name != "llm":
+        if name not in ("llm", "pool"):  # sections: their fields have the paths
             assert (name,) in snake_paths, name
     schema = section_schema()
     assert schema["properties"]["llm"]["properties"]["apiKeyEnv"]["default"] == "OPENAI_API_KEY"
-    assert schema["properties"]["runner"]["enum"] == ["local", "ssh", "none"]
+    assert schema["properties"]["runner"]["enum"] == ["local", "ssh", "pool", "none"]
+    assert schema["properties"]["pool"]["properties"]["scheduler"]["default"] == "local"

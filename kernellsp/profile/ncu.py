@@ -482,6 +482,10 @@ def profile_file(
     from kernellsp.run import harness as hz
     from kernellsp.run.harness_build import build_harness
 
+    if getattr(runner, "verify_remotely", None) is not None:  # before a local pool is started for nothing
+        raise ProfileError("runner = pool verifies rewrites on the pool's GPUs but does not profile (ncu runs single "
+                           "commands in one scratch folder): profile with runner = local, or ssh with gpu_host",
+                           "pool")  # fmt: skip
     opts = options or ProfileOptions()
     t0 = time.monotonic()
     report_progress = progress or (lambda _m, _p: None)

@@ -54,7 +54,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 import kernellsp
 from kernellsp.build.nvcc import Cancelled
 from kernellsp.run import sandbox as sbx
-from kernellsp.run.runner import _LOCK_NAME, LocalRunner, Runner, RunnerError, RunResult
+from kernellsp.run.runner import _LOCK_NAME, LocalRunner, Runner, RunnerError, RunResult, gpu_lock_dir
 
 #: What to install when ``runner = "pool"`` finds no Dask.
 INSTALL_HINT = (
@@ -188,14 +188,14 @@ class PinnedRunner(LocalRunner):
         env = {**(env or {}), "CUDA_VISIBLE_DEVICES": self.gpu.uuid}
         if not gpu_lock:
             return super()._run_unwrapped(argv, workdir, timeout_s, cancel, env, gpu_lock, label)
-        with _flock(
-            Path(tempfile.gettempdir()) / _LOCK_NAME, shared=True, timeout_s=timeout_s, cancel=cancel
-        ):
+        with _flock(Path(gpu_lock_dir()) / _LOCK_NAME, shared=True, timeout_s=self.gpu_wait_s, cancel=cancel):
             return super()._run_unwrapped(argv, workdir, timeout_s, cancel, env, gpu_lock, label)
 
 
 @contextlib.contextmanager
-def _flock(path: Path, shared: bool, timeout_s: float, cancel: threading.Event | None) -> Any:
+def _flock(path: Path, shared: bool, timeout_s: float | None, cancel: threading.Event | None) -> Any:
+    """Hold ``path`` locked (shared or exclusive), waiting cancellably; ``timeout_s`` None: as long as it takes
+    (as the host's own GPU lock waits: only ``gpu_wait_timeout_s`` limits a wait)."""
     import fcntl
 
     try:
@@ -211,7 +211,7 @@ def _flock(path: Path, shared: bool, timeout_s: float, cancel: threading.Event |
             except BlockingIOError:
                 if cancel is not None and cancel.is_set():
                     raise Cancelled("gpu lock") from None
-                if time.monotonic() - t0 > timeout_s:
+                if timeout_s is not None and time.monotonic() - t0 > timeout_s:
                     raise RunnerError("busy", f"the GPU stayed busy with another kernellsp job for {timeout_s:.0f} s "
                                               f"(lock {path})") from None  # fmt: skip
                 time.sleep(0.1)
@@ -451,6 +451,8 @@ def _watch_cancel(flag: Any, cancel: threading.Event, done: threading.Event) -> 
             if flag.wait(timeout=0.5):
                 cancel.set()
                 return
+        except asyncio.CancelledError:
+            return  # the worker is shutting down: its task goes with it
         except Exception:
             # The scheduler is unreachable: then the client cannot cancel either, and the task ends by itself.
             time.sleep(1.0)

@@ -23,6 +23,12 @@ else
 fi
 "$PY" tests/bench/bench_lsp.py --write || status=1
 "$PY" tests/bench/bench_verify.py --write || status=1
+# The pool runner on this host's GPUs (needs the cluster extra: pip install 'kernellsp[cluster]').
+if "$PY" -c "import distributed" 2>/dev/null; then
+  "$PY" tests/bench/bench_pool.py --write || status=1
+else
+  echo "bench_pool.py skipped: Dask is not installed (pip install 'kernellsp[cluster]')" >&2
+fi
 "$PY" tests/bench/bench_ncu_sections.py --write || status=1
 if [ "${1:-}" != "--quick" ]; then
   "$PY" tests/bench/bench_optimize.py --write || status=1
