@@ -67,7 +67,7 @@ def main() -> int:
     args = ap.parse_args()
     # One cache for both sides, set before the cluster starts: its workers inherit it.
     os.environ.setdefault("KERNELLSP_CACHE_DIR", tempfile.mkdtemp(prefix="kernellsp-bench-pool-"))
-    from kernellsp.optimize.verify.gate import VerifyOptions, verify
+    from kernellsp.optimize.verify.gate import VerifyError, VerifyOptions, verify
     from kernellsp.profile.ncu import runner_environment
     from kernellsp.run import harness_build as hb
     from kernellsp.run.pool import Pool
@@ -107,7 +107,18 @@ def main() -> int:
                                "first": "local" if k % 2 == 0 else "pool"}  # fmt: skip
         for side in ("local", "pool") if k % 2 == 0 else ("pool", "local"):
             t = time.monotonic()
-            v = verify(path, baseline, candidate, entry, local if side == "local" else runner, run_opts)
+            try:
+                v = verify(path, baseline, candidate, entry, local if side == "local" else runner, run_opts)
+            except (
+                VerifyError
+            ) as exc:  # recorded (and compared) like a verdict: one failure must not end the run
+                row[side] = {
+                    "verdict": "error",
+                    "message": str(exc)[:200],
+                    "wall_s": round(time.monotonic() - t, 3),
+                }
+                print(f"{pair} {side}: {row[side]}", flush=True)
+                continue
             wall = time.monotonic() - t
             row[side] = {"verdict": v.kind, "message": v.message[:200], "speedup": v.speedup, "wall_s": round(wall, 3),
                          "verify_s": round(v.seconds, 3), "phases": v.details.get("phase_seconds"),
@@ -136,7 +147,7 @@ def main() -> int:
 def _write(rows: list[dict[str, Any]], env: dict[str, Any], pool_env: dict[str, Any], setup: dict[str, Any],
            runtime: dict[str, Any], out: Path | None) -> None:  # fmt: skip
     slug = gpu_slug(env.get("gpu") or "gpu")
-    added = [r["pool"]["added_s"] for r in rows]
+    added = [r["pool"]["added_s"] for r in rows if "added_s" in r["pool"]]
     doc = {"environment": env, "pool_environment": pool_env, "setup": setup, "runtime_object": runtime,
            "host": platform.node(), "python": platform.python_version(), "rows": rows}  # fmt: skip
     lines = [
@@ -160,13 +171,16 @@ def _write(rows: list[dict[str, Any]], env: dict[str, Any], pool_env: dict[str, 
     ]
     for r in rows:
         lo, po = r["local"], r["pool"]
+        split = (f"{po['dispatch_s']:.3f} / {po['worker_overhead_s']:.3f} / {po['return_s']:.3f}" if "added_s" in po
+                 else "-")  # fmt: skip
         lines.append(f"| {r['pair']} | {r['expected']} | {lo['verdict']} | {po['verdict']} | "
                      f"{'yes' if r['same_verdict'] else 'NO'} | {lo['wall_s']:.2f} | {po['wall_s']:.2f} | "
-                     f"{po['worker_verify_s']:.2f} | {po['added_s']:.3f} | {po['dispatch_s']:.3f} / "
-                     f"{po['worker_overhead_s']:.3f} / {po['return_s']:.3f} | {r['first']} |")  # fmt: skip
-    lines += ["", f"Added latency per candidate: median {statistics.median(added):.3f} s, max {max(added):.3f} s "
-              f"({len(added)} candidates).", "",
-              "Verdict messages (local | pool):", ""]  # fmt: skip
+                     f"{po.get('worker_verify_s', float('nan')):.2f} | {po.get('added_s', float('nan')):.3f} | "
+                     f"{split} | {r['first']} |")  # fmt: skip
+    if added:
+        lines += ["", f"Added latency per candidate: median {statistics.median(added):.3f} s, max {max(added):.3f} s "
+                  f"({len(added)} candidates)."]  # fmt: skip
+    lines += ["", "Verdict messages (local | pool):", ""]
     for r in rows:
         lines.append(f"- {r['pair']}: {r['local']['message']} | {r['pool']['message']}")
     md = "\n".join(lines) + "\n"
