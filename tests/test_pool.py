@@ -57,7 +57,7 @@ def cluster(session_cache_dir: Path) -> Iterator[distributed.SpecCluster]:
         workers = {name: {"cls": distributed.Nanny, "options": {"nthreads": 1, "env": env}}
                    for name in ("a0", "a1", "b0")}  # fmt: skip
         c = distributed.SpecCluster(workers=workers, silence_logs=logging.ERROR,
-                                    scheduler={"cls": distributed.Scheduler, "options": {"dashboard": False, "dashboard_address": None}})  # fmt: skip
+                                    scheduler={"cls": distributed.Scheduler, "options": {"dashboard": False, "dashboard_address": ":0"}})  # fmt: skip
     try:
         yield c
     finally:

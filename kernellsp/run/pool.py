@@ -56,10 +56,6 @@ from kernellsp.build.nvcc import Cancelled
 from kernellsp.run import sandbox as sbx
 from kernellsp.run.runner import _LOCK_NAME, LocalRunner, Runner, RunnerError, RunResult, gpu_lock_dir
 
-#: What to install when ``runner = "pool"`` finds no Dask.
-INSTALL_HINT = (
-    "pip install 'kernellsp[cluster]' (Dask's distributed; dask-cuda too for pool.scheduler = \"local\")"
-)
 PLUGIN_NAME = "kernellsp-gpu"
 RESOURCE_PREFIX = "kernellsp-gpu:"
 _SMI_FIELDS = ("index", "uuid", "name", "compute_cap", "driver_version", "memory.total", "clocks.sm",
@@ -492,7 +488,8 @@ def _start_local_cluster(gpus: list[str]) -> tuple[Any, str]:
     # The layout LocalCUDACluster makes (one nanny-managed worker per GPU, pinned), from distributed's own parts.
     workers = {f"gpu-{d}": {"cls": distributed.Nanny, "options": {"nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": d}}}
                for d in devices}  # fmt: skip
-    scheduler = {"cls": distributed.Scheduler, "options": {"dashboard": False, "dashboard_address": None}}
+    # No dashboard; the scheduler's small HTTP server (health routes) takes a free port rather than 8787.
+    scheduler = {"cls": distributed.Scheduler, "options": {"dashboard": False, "dashboard_address": ":0"}}
     cluster = distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=40)
     return cluster, f"distributed SpecCluster, one pinned worker per GPU ({why})"
 
@@ -842,6 +839,6 @@ def describe_workers(info: list[WorkerInfo]) -> list[str]:
     return lines
 
 
-__all__ = ["INSTALL_HINT", "GpuInfo", "GpuWorkerPlugin", "PinnedRunner", "Pool", "PoolError", "PoolRunner",
+__all__ = ["GpuInfo", "GpuWorkerPlugin", "PinnedRunner", "Pool", "PoolError", "PoolRunner",
            "VerifyRequest", "VerifyResponse", "WorkerInfo", "describe_workers", "list_gpus", "pool_runner",
            "query_gpu", "run_verification", "worker_environment"]  # fmt: skip

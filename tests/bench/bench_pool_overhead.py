@@ -48,7 +48,7 @@ def _cluster(n: int) -> Any:
     workers = {f"a{i}": {"cls": distributed.Nanny, "options": {"nthreads": 1, "env": env}} for i in range(n)}
     return distributed.SpecCluster(workers=workers, silence_logs=logging.ERROR,
                                    scheduler={"cls": distributed.Scheduler,
-                                              "options": {"dashboard": False, "dashboard_address": None}})  # fmt: skip
+                                              "options": {"dashboard": False, "dashboard_address": ":0"}})  # fmt: skip
 
 
 def _candidates(base: str, n: int) -> list[str]:
