@@ -355,3 +355,18 @@ def test_cli_optimize_all_prints_the_table_and_writes_the_page(cluster: distribu
         assert res.exit_code == 2 and "drop --kernel" in res.output
     finally:
         pool.close()
+
+
+def test_an_entry_whose_every_candidate_errored_is_an_error_row_with_the_reason() -> None:
+    from kernellsp.optimize.loop import CandidateRecord, OptimizeResult
+
+    rec = CandidateRecord(1, 0, "k", "tunable:BLOCK=128", "tuner", [], None, "error",
+                          "the baseline fails on shape 3: no CUDA-capable device", None, 1.0)  # fmt: skip
+    res = OptimizeResult(
+        "a.cu", "k", "", "", False, None, [rec], 1, "2 rounds without gain", None, 1.0, {"gpu": "G"}
+    )
+    job = fanout.EntryJob(Path("a.cu"), "k", "")
+    o = fanout.outcome_of(job, res, None, 1.0)
+    assert o.verdict == "error" and "no CUDA-capable device" in o.message and o.gpu == "G"
+    text = fanout.summary_text([o])
+    assert "1 could not run" in text and text.splitlines()[-1].endswith("no CUDA-capable device")

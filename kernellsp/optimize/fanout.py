@@ -108,6 +108,9 @@ def outcome_of(job: EntryJob, result: OptimizeResult | None, error: str | None, 
         verdict, message = final.kind, final.message
         if not final.accepted:
             best_ms = base_ms
+    elif result.candidates and all(c.verdict == "error" for c in result.candidates):
+        # Not one candidate could be verified (a baseline that fails on the GPU, no worker left): say why.
+        verdict, message = "error", result.candidates[0].message
     else:
         verdict = {"no new candidates": "no_candidates", "cancelled": "cancelled"}.get(
             result.stop_reason, "no_gain"
@@ -229,7 +232,8 @@ def summary_text(outcomes: list[EntryOutcome], wall_s: float | None = None) -> s
         tail += f", {t['errors']} could not run"
     if wall_s is not None:
         tail += f"; {wall_s:.1f} s in all"
-    return "\n".join(ln.rstrip() for ln in out) + "\n" + tail + "\n"
+    why = [f"  {o.path}:{o.entry}: {o.message}" for o in outcomes if o.verdict == "error"]
+    return "\n".join([*(ln.rstrip() for ln in out), tail, *why]) + "\n"
 
 
 def summary_json(outcomes: list[EntryOutcome], wall_s: float | None = None,
