@@ -161,7 +161,8 @@ def pool_checks(settings: Settings) -> list[Check]:
     usable = [w for w in workers if w.gpu is not None]
     models = sorted({w.gpu.name for w in usable if w.gpu is not None})
     head = Check("pool", "ok" if usable else "missing",
-                 f"{pool.label}: {len(workers)} workers, {len(usable)} with a GPU" + (f" ({', '.join(models)})" if models else ""),
+                 f"{pool.label}" + (f" [{pool.cluster_kind}]" if pool.cluster_kind else "")
+                 + f": {len(workers)} workers, {len(usable)} with a GPU" + (f" ({', '.join(models)})" if models else ""),
                  "" if usable else "start dask-cuda-worker SCHEDULER-ADDRESS on each GPU host (docs/cluster.md)",
                  required=True)  # fmt: skip
     out = [head]
