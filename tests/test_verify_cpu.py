@@ -223,7 +223,9 @@ def test_cli_verify_without_a_gpu_exits_2_naming_it(workspace: Path) -> None:
     problem = local_gpu_problem()
     if problem is None:
         pytest.skip("this host has a GPU and ncu: the CLI would verify for real")
-    r = invoke("verify", "softmax_row.cu", "--candidate", "cand.cu")
+    # An in-scope candidate (the baseline itself) needs the GPU gates: exit 2, naming why there is none.
+    (workspace / "same.cu").write_text(SOFTMAX)
+    r = invoke("verify", "softmax_row.cu", "--candidate", "same.cu")
     assert r.exit_code == 2
     assert r.stdout == ""
     err = r.stderr.strip()
@@ -231,6 +233,9 @@ def test_cli_verify_without_a_gpu_exits_2_naming_it(workspace: Path) -> None:
     assert problem in err
     assert "--gpu-host" in err and "gpu_host setting" in err
     assert "scope_violation" not in r.output
+    # What the CPU can decide is decided first: an out-of-scope candidate is refused without a GPU (exit 1).
+    r = invoke("verify", "softmax_row.cu", "--candidate", "cand.cu")
+    assert r.exit_code == 1 and "scope_violation" in r.output
 
 
 def test_cli_verify_scope_violation_with_an_uncontacted_gpu_host(workspace: Path) -> None:

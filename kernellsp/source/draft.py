@@ -44,14 +44,36 @@ class Draft:
     notes: list[str] = field(default_factory=list)
 
 
-def struct_params(fn: Function) -> list[str]:
-    """Parameters passed by value whose type kernellsp cannot fill (a struct, ``float3``): ``"p (Params)"``."""
+#: Names that stand for integers or scalars in the file: enums (passed as their underlying integer) and
+#: typedef/using aliases (their target is checked like any C type).
+_ENUM = re.compile(r"\benum\s+(?:class\s+|struct\s+)?(\w+)")
+_ALIAS = re.compile(r"\btypedef\s+([\w\s]+?)\s+(\w+)\s*;|\busing\s+(\w+)\s*=\s*([\w\s]+?)\s*;")
+
+
+def _scalar_names(source_text: str) -> set[str]:
+    from kernellsp.source.spec import dtype_for_ctype
+
+    names = set(_ENUM.findall(source_text))
+    for m in _ALIAS.finditer(source_text):
+        target, name = (m.group(1), m.group(2)) if m.group(2) else (m.group(4), m.group(3))
+        if dtype_for_ctype(target) is not None:
+            names.add(name)
+    return names
+
+
+def struct_params(fn: Function, source_text: str = "") -> list[str]:
+    """Parameters passed by value whose type kernellsp cannot fill (a struct, ``float3``): ``"p (Params)"``.
+
+    Enums and typedef/using aliases of scalar types declared in ``source_text`` are scalars, not structs.
+    """
     from kernellsp.source.spec import dtype_for_ctype
 
     templ = set(re.findall(r"\b(?:typename|class)\s+(\w+)", fn.template_params or ""))
+    scalars = _scalar_names(source_text)
     out = []
     for p in fn.params:
-        if p.is_pointer or dtype_for_ctype(p.base_type) is not None or p.base_type.strip() in templ:
+        base = re.sub(r"\b(const|volatile)\b", "", p.base_type).strip()
+        if p.is_pointer or dtype_for_ctype(p.base_type) is not None or base in templ or base in scalars:
             continue
         if p.base_type.strip() in ("bool",):
             continue
@@ -59,9 +81,9 @@ def struct_params(fn: Function) -> list[str]:
     return out
 
 
-def draft_problem(fn: Function) -> str | None:
-    """Why no launch spec can describe ``fn`` yet, or ``None``."""
-    structs = struct_params(fn)
+def draft_problem(fn: Function, source_text: str = "") -> str | None:
+    """Why no launch spec can describe ``fn`` yet, or ``None`` (``source_text``: the file, for its enums)."""
+    structs = struct_params(fn, source_text)
     if not structs:
         return None
     return (f"{fn.name} takes {', '.join(structs)} by value, and launch specs cannot describe struct arguments yet; "

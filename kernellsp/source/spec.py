@@ -635,7 +635,9 @@ def validate_against(bound: BoundSpec, fn: Function | None, model: SourceModel |
                     add(f"args.{name}.dir", f"{name!r} is const but dir = {arg.dir!r}; a const pointer is an input")
             if arg.dist and arg.dir == "out":
                 add(f"args.{name}.dist", f"{name!r} is an output: its contents are poisoned, not drawn from dist", "warning")
-        elif dtype_for_ctype(p.base_type) is None and f"{p.name} ({p.base_type.strip()})" in _struct_params(fn):
+        elif dtype_for_ctype(p.base_type) is None and f"{p.name} ({p.base_type.strip()})" in _struct_params(
+            fn, model.text if model is not None else ""
+        ):
             add(f"args.{name}", f"{name!r} is a {p.base_type.strip()} passed by value: launch specs cannot describe "
                                 "struct arguments yet; add a host launcher that builds it from pointers and scalars, "
                                 "and put the spec on the launcher")  # fmt: skip
@@ -703,10 +705,10 @@ def validate_against(bound: BoundSpec, fn: Function | None, model: SourceModel |
     return out
 
 
-def _struct_params(fn: Function) -> list[str]:
+def _struct_params(fn: Function, source_text: str) -> list[str]:
     from kernellsp.source.draft import struct_params
 
-    return struct_params(fn)
+    return struct_params(fn, source_text)
 
 
 def launch_dims(launch: LaunchSpec, names: dict[str, exprs.Value]) -> tuple[list[int], list[int], int] | str:

@@ -120,7 +120,7 @@ def code_actions(ls: KernelLspServer, params: types.CodeActionParams) -> list[ty
         target = model.function(name)
         if target is None or not target.is_kernel or not target.has_body or name in specced:
             continue
-        problem = draft_problem(target)
+        problem = draft_problem(target, model.text)
         if problem is not None:
             # A draft would fail on save (a struct argument): say why instead, greyed out, where the client can.
             if disabled_ok:

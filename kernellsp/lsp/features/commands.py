@@ -54,7 +54,7 @@ async def add_launch_spec(ls: KernelLspServer, uri: str, kernel: str) -> dict[st
         return {"applied": False, "reason": f"no __global__ kernel named {kernel!r} in this document"}
     if any(b.entry == kernel for b in spec.specs_from_source(model)[0]):
         return {"applied": False, "reason": f"{kernel} already has a launch spec"}
-    problem = draft_problem(fn)
+    problem = draft_problem(fn, model.text)
     if problem is not None:
         ls.notify(f"kernellsp: no launch spec for {kernel}: {problem}", types.MessageType.Warning)
         return {"applied": False, "reason": problem}
