@@ -235,7 +235,10 @@ def test_the_rest_of_the_file_system_is_read_only(runner: LocalRunner, workdir: 
     for target in (str(REPO / f"kernellsp-sandbox-test-{os.getpid()}"), "/etc/kernellsp-sandbox-test",
                    f"/var/tmp/kernellsp-sandbox-test-{os.getpid()}"):  # fmt: skip
         res = run(runner, workdir, "write", target)
-        assert res.stdout == "open: Read-only file system\n", (target, res.stdout)
+        # A checkout under /tmp (CI clones) is hidden by the canary /tmp: its folder is not there at all.
+        hidden = target.startswith("/tmp/")
+        allowed = {"open: Read-only file system\n"} | ({"open: No such file or directory\n"} if hidden else set())
+        assert res.stdout in allowed, (target, res.stdout)
         assert not Path(target).exists()
 
 

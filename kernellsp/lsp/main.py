@@ -48,11 +48,12 @@ def run(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087, log_file: 
     from kernellsp.lsp import create_server
 
     server = create_server()
+    # Before any worker process exists: a SIGTERM that arrives while they start must still clean them up.
+    signal.signal(signal.SIGTERM, _terminate)
     # The worker processes (a forkserver that imports the core) start now, while the client is still
     # sending initialize: the first didOpen, right after it, then finds a worker ready.
     server.jobs.processes.warm()
     log = logging.getLogger("kernellsp.lsp")
-    signal.signal(signal.SIGTERM, _terminate)
     if tcp:
         log.info("kernellsp language server listening on %s:%d", host, port)
         server.start_tcp(host, port)

@@ -143,8 +143,10 @@ class HostFacts:
     def exposed(self, extra: Sequence[str] = ()) -> list[str]:
         """Install prefixes of the toolchain that lie in a hidden home: bound read-only into the sandbox."""
         out: list[str] = []
+        # /tmp is replaced by the canary tree too: a checkout or a venv under it (CI clones, pytest's tmp)
+        # is exposed the same way as one in a home.
         for path in [*self.toolchain, *extra]:
-            for p in exposed_prefixes(path, self.homes):
+            for p in exposed_prefixes(path, [*self.homes, "/tmp"]):
                 if p not in out:
                     out.append(p)
         # A prefix inside another one is covered by it.
@@ -333,9 +335,13 @@ class Sandbox:
         nonce = uuid.uuid4().hex
         canary = f"{self.canary_root.rstrip('/')}/kernellsp-canary-{nonce[:12]}"
         homes = self.facts.homes
-        extra = (
-            [self.resolve(argv[0])] if self.resolve is not None and argv and argv[0].startswith("/") else []
-        )
+        # The program as named (a venv's bin/python is a symlink whose directory must be visible) and as
+        # resolved (the interpreter it points to).
+        extra: list[str] = []
+        if argv and argv[0].startswith("/"):
+            extra.append(os.path.normpath(argv[0]))
+            if self.resolve is not None:
+                extra.append(self.resolve(argv[0]))
         exposed = self.facts.exposed(extra)
         mkdirs = _mount_points([*homes, *exposed, workdir], homes, tool_mode)
         limits = Limits(cpu_s=int(timeout_s * 2) + 60, data_bytes=self._data_limit())
