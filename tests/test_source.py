@@ -318,3 +318,21 @@ def test_ten_thousand_line_file_parses_quickly() -> None:
     assert len(m.kernels) == 2000
     assert m.kernels[-1].name == "k1999" and m.kernels[-1].span.start_line == 1999 * 6
     assert elapsed < 2.0, f"parsing 10,000 lines took {elapsed:.2f} s"
+
+
+def test_a_model_with_its_kernel_ir_pickles_for_the_worker_processes() -> None:
+    """The language server's worker returns check reports (with their model) by pickling; the kernel IR cached on
+    the model by the recipes' "fix available" annotation holds tree-sitter nodes, which cannot be pickled."""
+    import pickle
+
+    from conftest import SAMPLES_DIR
+
+    from kernellsp.source.ir import kernel_ir
+
+    text = (SAMPLES_DIR / "saxpy_strided.cu").read_text()
+    model = parse_source(text, "saxpy_strided.cu")
+    assert kernel_ir(model, "saxpy_strided") is not None
+    back = pickle.loads(pickle.dumps(model))
+    assert back.text == model.text and back.tree is None
+    assert [f.name for f in back.functions] == [f.name for f in model.functions]
+    assert model.tree is not None  # the original keeps its tree

@@ -104,6 +104,11 @@ def test_vscode_extension_in_code_server(tmp_path: Path, monkeypatch: pytest.Mon
         "update.mode": "none",
         "workbench.tips.enabled": False,
         "chat.disableAIFeatures": True,
+        # CI has no GPU: without a GPU host the server offers "Optimize" greyed out, and VS Code keeps disabled
+        # actions out of the quick-fix list (the no-GPU behaviour is tested in test_lsp_first_hour.py). A GPU
+        # host that is never contacted (nothing is verified here) makes it a live quick fix, as a user with a
+        # remote GPU sees it.
+        "kernellsp.gpuHost": "kernellsp-e2e@gpu.invalid",
     }
     venv_server = Path(sys.prefix) / "bin" / "kernellsp"
     if sys.prefix != sys.base_prefix and venv_server.exists():

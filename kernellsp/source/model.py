@@ -123,6 +123,14 @@ class SourceModel:
     tree: tree_sitter.Tree | None = None
     lines: list[str] = field(default_factory=list)
 
+    def __getstate__(self) -> dict[str, object]:
+        # Pickled to and from worker processes: the tree-sitter tree and the kernel IR cached beside it
+        # (which holds tree nodes) cannot be pickled, and both are derived from ``text`` again on demand.
+        state = self.__dict__.copy()
+        state["tree"] = None
+        state.pop("_kernel_ir_cache", None)
+        return state
+
     @property
     def kernels(self) -> list[Function]:
         return [f for f in self.functions if f.is_kernel and f.has_body]
