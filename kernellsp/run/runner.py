@@ -398,7 +398,22 @@ def _killpg(proc: subprocess.Popen[str]) -> None:
         proc.communicate(timeout=10)
 
 
-class LocalRunner(Runner):
+class HostRunner(Runner):
+    """A runner that starts processes on one host (this one, or over ssh) inside the sandbox."""
+
+    def run(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None = None,
+            env: dict[str, str] | None = None, gpu_lock: bool = False) -> RunResult:  # fmt: skip
+        wrapped, prepared = self._sandbox_wrap(argv, workdir, timeout_s)
+        res = self._run_unwrapped(wrapped, workdir, timeout_s, cancel, env, gpu_lock, Path(argv[0]).name)
+        return self._sandbox_finish(prepared, res, argv)
+
+    @abstractmethod
+    def _run_unwrapped(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None,
+                       env: dict[str, str] | None, gpu_lock: bool, label: str) -> RunResult:  # fmt: skip
+        """Run the (already wrapped) command on the host, with the environment and the GPU lock."""
+
+
+class LocalRunner(HostRunner):
     """This host's GPU."""
 
     #: The lock file GPU steps take in the temp directory: one for the host (a pool worker pinned to one GPU
@@ -434,12 +449,6 @@ class LocalRunner(Runner):
                 shutil.copy2(src, target)
                 out.append(target)
         return out
-
-    def run(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None = None,
-            env: dict[str, str] | None = None, gpu_lock: bool = False) -> RunResult:  # fmt: skip
-        wrapped, prepared = self._sandbox_wrap(argv, workdir, timeout_s)
-        res = self._run_unwrapped(wrapped, workdir, timeout_s, cancel, env, gpu_lock, Path(argv[0]).name)
-        return self._sandbox_finish(prepared, res, argv)
 
     def _run_unwrapped(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None,
                        env: dict[str, str] | None, gpu_lock: bool, label: str) -> RunResult:  # fmt: skip
@@ -571,7 +580,7 @@ def _socket_dir() -> str:
     return tmp if len(tmp) <= _MAX_CONTROL_DIR or not os.path.isdir("/tmp") else "/tmp"
 
 
-class SshRunner(Runner):
+class SshRunner(HostRunner):
     """A remote GPU host reached with ssh (``user@host`` or an ssh config alias; ``host:port`` allowed)."""
 
     #: The host's GPU lock, the one a local runner there takes too (:func:`gpu_lock_dir`).
@@ -695,12 +704,6 @@ class SshRunner(Runner):
                 tar.extract(m, dest, filter="data")
             out = [dest / r for r in rel_paths if (dest / r).exists()]
         return out
-
-    def run(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None = None,
-            env: dict[str, str] | None = None, gpu_lock: bool = False) -> RunResult:  # fmt: skip
-        wrapped, prepared = self._sandbox_wrap(argv, workdir, timeout_s)
-        res = self._run_unwrapped(wrapped, workdir, timeout_s, cancel, env, gpu_lock, Path(argv[0]).name)
-        return self._sandbox_finish(prepared, res, argv)
 
     def _run_unwrapped(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None,
                        env: dict[str, str] | None, gpu_lock: bool, label: str) -> RunResult:  # fmt: skip

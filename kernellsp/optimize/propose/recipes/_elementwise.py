@@ -1098,6 +1098,20 @@ def spec_expr(ctx: RecipeContext, p: Poly) -> str | None:
     return p.c_text(rename).replace(" ", "")
 
 
+def launch_decline(ctx: RecipeContext, el: ElementLoop) -> Decline | None:
+    """Why the element loop's launch cannot be rewritten (for a ``__global__`` entry: the bound must come from
+    the spec and the original launch must provably cover every element), or ``None``. Host launches stay."""
+    if ctx.host_launched:
+        return None
+    if spec_expr(ctx, el.bound) is None:
+        return Decline(f"the bound {el.bound_text} is not given by the spec's sizes (scalar args with a value)")
+    try:
+        check_coverage(ctx, el)
+    except RecipeError as exc:
+        return Decline(f"cannot prove the original launch covered every element: {exc}")
+    return None
+
+
 def check_coverage(ctx: RecipeContext, el: ElementLoop) -> None:
     """Raise :class:`RecipeError` unless the spec's ORIGINAL launch covered every element for every shape.
 

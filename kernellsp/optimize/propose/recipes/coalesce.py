@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernellsp.optimize.propose.recipes import _elementwise as ew
-from kernellsp.optimize.propose.recipes.base import Decline, Match, RecipeContext, RecipeError, Rewrite
+from kernellsp.optimize.propose.recipes.base import Decline, Match, RecipeContext, Rewrite
 
 NAME = "coalesce"
 ARCHETYPE = "strided"
@@ -34,16 +34,8 @@ def match(ctx: RecipeContext) -> Match | Decline:
     if el.form != "chunk" and not strided:
         return Decline("accesses are already consecutive across threads (one element per thread): the map recipe "
                        "applies")  # fmt: skip
-    if not ctx.host_launched:
-        if ew.spec_expr(ctx, el.bound) is None:
-            return Decline(
-                f"the bound {el.bound_text} is not given by the spec's sizes (scalar args with a value)"
-            )
-        try:
-            ew.check_coverage(ctx, el)
-        except RecipeError as exc:
-            return Decline(f"cannot prove the original launch covered every element: {exc}")
-    return Match(el.binding(ctx), el)
+    declined = ew.launch_decline(ctx, el)
+    return declined if declined is not None else Match(el.binding(ctx), el)
 
 
 def points(ctx: RecipeContext, m: Match) -> list[dict[str, Any]]:

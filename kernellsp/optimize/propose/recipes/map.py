@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernellsp.optimize.propose.recipes import _elementwise as ew
-from kernellsp.optimize.propose.recipes.base import Decline, Match, RecipeContext, RecipeError, Rewrite
+from kernellsp.optimize.propose.recipes.base import Decline, Match, RecipeContext, Rewrite
 
 NAME = "map-vectorize"
 ARCHETYPE = "map"
@@ -43,16 +43,8 @@ def match(ctx: RecipeContext) -> Match | Decline:
     if ctx.host_launched and el.form == "2d":
         return Decline("a 2-D kernel behind a host launcher: its launch (which may not cover the image) must stay, "
                        "and a linearised loop cannot reproduce which pixels it reaches")  # fmt: skip
-    if not ctx.host_launched:
-        if ew.spec_expr(ctx, el.bound) is None:
-            return Decline(
-                f"the bound {el.bound_text} is not given by the spec's sizes (scalar args with a value)"
-            )
-        try:
-            ew.check_coverage(ctx, el)
-        except RecipeError as exc:
-            return Decline(f"cannot prove the original launch covered every element: {exc}")
-    return Match(el.binding(ctx), el)
+    declined = ew.launch_decline(ctx, el)
+    return declined if declined is not None else Match(el.binding(ctx), el)
 
 
 def points(ctx: RecipeContext, m: Match) -> list[dict[str, Any]]:
