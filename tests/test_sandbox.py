@@ -259,7 +259,21 @@ def test_a_timeout_kills_everything_in_the_sandbox(runner: LocalRunner, workdir:
 def test_resource_limits_are_set(runner: LocalRunner, workdir: str) -> None:
     res = runner.run(["sh", "-c", "ulimit -c; ulimit -n; ulimit -t"], workdir, 30)
     core, nofile, cpu = res.stdout.split()
-    assert core == "0" and nofile == "4096" and cpu != "unlimited" and int(cpu) <= 30 * 2 + 60
+    cpus = os.cpu_count() or 2
+    assert core == "0" and nofile == "4096" and cpu != "unlimited" and int(cpu) <= 30 * max(2, cpus) + 60
+
+
+def test_the_cpu_limit_scales_with_the_hosts_cpus() -> None:
+    """RLIMIT_CPU sums every thread: racecheck uses several cores in the program under test (it was killed
+    with SIGXCPU on a 16-core GPU host at twice the wall timeout)."""
+    from kernellsp.run.sandbox import HostFacts, Sandbox, SandboxStatus
+
+    def limit(text: str) -> int:
+        box = Sandbox(HostFacts.parse(text), "sandbox.sh", None, "/tmp", SandboxStatus("bwrap", "local"))
+        return box._cpu_limit(90)
+
+    assert limit("cpus=16\n") == 90 * 16 + 60
+    assert limit("cpus=1\n") == limit("") == 90 * 2 + 60
 
 
 # --------------------------------------------------------------------------------------------------

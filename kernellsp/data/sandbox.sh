@@ -30,6 +30,7 @@ if [ "${1:-}" = facts ]; then
     [ -n "$bw" ] && echo "bwrap_version=$("$bw" --version 2>/dev/null | head -n 1)"
     echo "prlimit=$(command -v prlimit 2>/dev/null)"
     echo "mem_kb=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo 2>/dev/null)"
+    echo "cpus=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null)"
     for d in /dev/nvidia*; do [ -e "$d" ] && echo "device=$d"; done
     for d in /home /root /run /var/tmp; do
         [ -d "$d" ] && [ ! -L "$d" ] && echo "dir=$d"

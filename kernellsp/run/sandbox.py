@@ -132,6 +132,8 @@ class HostFacts:
     bwrap_version: str | None = None
     prlimit: str | None = None
     mem_bytes: int | None = None
+    #: Online CPUs: a process may burn this many CPU seconds per second of wall time.
+    cpus: int | None = None
     devices: list[str] = field(default_factory=list)
     dirs: list[str] = field(default_factory=list)
     secrets: list[str] = field(default_factory=list)
@@ -175,6 +177,8 @@ class HostFacts:
                 f.prlimit = value or None
             elif key == "mem_kb" and value.isdigit():
                 f.mem_bytes = int(value) * 1024
+            elif key == "cpus" and value.isdigit():
+                f.cpus = int(value)
             elif key == "device" and value.startswith("/dev/nvidia"):
                 f.devices.append(value)
             elif key == "dir":
@@ -344,7 +348,7 @@ class Sandbox:
                 extra.append(self.resolve(argv[0]))
         exposed = self.facts.exposed(extra)
         mkdirs = _mount_points([*homes, *exposed, workdir], homes, tool_mode)
-        limits = Limits(cpu_s=int(timeout_s * 2) + 60, data_bytes=self._data_limit())
+        limits = Limits(cpu_s=self._cpu_limit(timeout_s), data_bytes=self._data_limit())
         cmd = [
             "sh", self.script, "run", nonce, canary, self.filter_path if use_seccomp and self.filter_path else "-",
             str(len(homes)), *mkdirs, "--",
@@ -353,6 +357,12 @@ class Sandbox:
             *argv,
         ]  # fmt: skip
         return Prepared(cmd, nonce, list(homes), tool_mode, use_seccomp)
+
+    def _cpu_limit(self, timeout_s: float) -> int:
+        # RLIMIT_CPU counts every thread of the process: compute-sanitizer's racecheck burns several cores
+        # in the program under test, so a limit of twice the wall timeout killed honest kernels (SIGXCPU)
+        # on a 16-core host. The wall timeout bounds the run; this only stops a runaway past it.
+        return int(timeout_s * max(2, self.facts.cpus or 2)) + 60
 
     def _data_limit(self) -> int | None:
         mem = self.facts.mem_bytes

@@ -653,8 +653,11 @@ def _sanitize(s: _Session, entry: str, plan: harness.HarnessPlan, opts: VerifyOp
                 return _reject("sanitizer", entry, f"compute-sanitizer {t} found errors on shape {shape}: {first}",
                                tool=t, shape=shape, report=text[-4000:])  # fmt: skip
             if out is None or not out.ok:
+                # No result.json: the program died before writing it (a signal, a crash in the driver, a
+                # resource limit); the tool's own output is the evidence.
+                why = out.error if out else f"it ended without a result (exit {res.returncode}): {_first_line(text, 3)}"
                 return _reject("runtime_error", entry, f"the candidate failed under compute-sanitizer {t} on shape "
-                               f"{shape}: {out.error if out else _first_line(text, 3)}", tool=t, shape=shape)  # fmt: skip
+                               f"{shape}: {why}", tool=t, shape=shape, report=text[-4000:])  # fmt: skip
             passed.add(t)
     return None
 
