@@ -481,7 +481,8 @@ def test_patterns_stay_in_the_spec_range_and_expose_partial_reads() -> None:
         assert min(vals) >= 0.0 and max(vals) <= 1.0, pattern
         evens = 2 * sum(vals[0::2]) / sum(vals)
         first = 2 * sum(vals[: len(vals) // 2]) / sum(vals)
-        assert abs(evens - 1) > 0.05 or abs(first - 1) > 0.05 or pattern in ("spikes", "wide"), (pattern, evens, first)
+        # tail: uniform inputs keep the spec's fill under it (only a normal distribution has tails)
+        assert abs(evens - 1) > 0.05 or abs(first - 1) > 0.05 or pattern in ("spikes", "wide", "tail"), (pattern, evens, first)
     spikes = decode_buffer(fill_reference(plan, 0, 3, "b", pattern="spikes"), "f32")
     big = [v for v in spikes if v >= 0.5]
     assert 0.5 * len(spikes) / 64 < len(big) < 2 * len(spikes) / 64  # about 1 in 64 elements is a spike
@@ -492,6 +493,24 @@ def test_patterns_stay_in_the_spec_range_and_expose_partial_reads() -> None:
         assert min(data) >= 0 and max(data) <= 255
     ramp = decode_buffer(fill_reference(ints, 0, 9, "data", pattern="ramp"), "u8")
     assert list(ramp[:3]) == [0, 1, 2]
+
+
+def test_the_tail_pattern_reaches_far_into_a_normal_distribution() -> None:
+    """Sparse spikes 4 to 256 standard deviations out, both signs: a softmax that takes its max over the first
+    32 columns only overflows exp on such rows; a uniform distribution keeps the spec's fill."""
+    import numpy as np
+
+    text = VADD.replace('dist = "normal(0.5, 2)"', 'dist = "normal(0, 3)"').replace("N = 4096", "N = 65536")
+    plan = _plan_of(text, "vadd")
+    x = np.array(decode_buffer(fill_reference(plan, 0, 5, "b", pattern="tail"), "f32"), dtype=np.float64)
+    far = x[x != 0.0]
+    assert 0.5 * x.size / 64 < far.size < 2 * x.size / 64
+    assert np.all(np.abs(far) >= 4 * 3) and np.abs(far).max() > 100 * 3 and (far > 0).any() and (far < 0).any()
+    rows = x.reshape(64, 1024)
+    prefix_max = rows[:, :32].max(axis=1)
+    assert ((rows.max(axis=1) - prefix_max) > 88.7).sum() > 8  # exp(x - prefix max) overflows float32 there
+    uniform = _plan_of(text.replace('dist = "normal(0, 3)"', 'dist = "uniform(0, 1)"'), "vadd")
+    assert fill_reference(uniform, 0, 5, "b", pattern="tail") == fill_reference(uniform, 0, 5, "b")
 
 
 def test_input_set_spelling() -> None:

@@ -397,18 +397,25 @@ KERNELLSP_H_HD inline void store_elem(void* base, u64 j, int dtype, bool int_pat
 // float32 accumulation (one atomicAdd per element) stays as accurate as on the spec's inputs and an
 // honest re-association within tolerance. Distributions that are not ranges (ones, arange, choice)
 // keep the spec's values.
+//
+// "tail" applies to normal distributions only (their support is the whole line): sparse spikes of
+// either sign far out in the tails, 4 to 256 standard deviations from the mean. A value that far out
+// is a legal input of the spec, just rare; it exposes shortcuts that random inputs never reach, such as
+// a softmax taking its stabilising max over part of the row (exp overflows to inf). Other
+// distributions keep the spec's values under it.
 
-enum : int { PAT_SPEC = 0, PAT_SPIKES, PAT_ALTERNATING, PAT_RAMP, PAT_WIDE };
-constexpr int kNumPatterns = 5;
-static const char* const kPatternNames[kNumPatterns] = {"spec", "spikes", "alternating", "ramp", "wide"};
+enum : int { PAT_SPEC = 0, PAT_SPIKES, PAT_ALTERNATING, PAT_RAMP, PAT_WIDE, PAT_TAIL };
+constexpr int kNumPatterns = 6;
+static const char* const kPatternNames[kNumPatterns] = {"spec", "spikes", "alternating", "ramp", "wide", "tail"};
 static const double kFloatMax[4] = {65504.0, 0x1.fe00000000000p+127, 0x1.fffffe0000000p+127, 0x1.fffffffffffffp+1023};
 static const int kWideBinades[4] = {10, 24, 24, 48};  // at most; f16 keeps its values above its smallest normal
 
 // Whether `pat` changes a buffer of `dtype` drawn from `d`; `integral`: the values are integers
 // (randint, and the integer default randint(0, 100)), drawn in [*ilo, *ilo + *irange).
-inline bool pattern_applies(int dtype, const Dist& d, bool* integral, i64* ilo, u64* irange) {
+inline bool pattern_applies(int dtype, const Dist& d, bool* integral, i64* ilo, u64* irange, int pat) {
   const bool is_float = dtype <= DT_F64;
   *integral = false;
+  if (pat == PAT_TAIL) return is_float && d.kind == DIST_NORMAL;
   if (d.kind == DIST_RANDINT) {
     *integral = true;
     *ilo = d.i[0];
@@ -451,6 +458,14 @@ inline double pattern_float(int pat, u64 j, u64 count, int dtype, double lo, dou
   const double big = up >= dn ? up : dn, small = up >= dn ? dn : up;
   const double spike = c + s * mul_rn(big, 0.5 + mul_rn(0.5, u));  // the dominant side, [0.5, 1] of its room
   double v = c;
+  if (pat == PAT_TAIL) {  // 1 in 64, mean +- std * 2^(2+k) * (1 + u), k in 0..5, inside the dtype only
+    if (bounded(x2, 64) != 0) return c;
+    const double mean = mul_rn(0.5, lo + hi), sd = (hi - lo) / 6.0;
+    const double far = mul_rn(sd, ldexp(1.0 + u, 2 + (int)bounded(x2 << 8, 6)));  // bits below the 1-in-64 test
+    const double t = (x2 & 1) ? mean + far : mean - far;
+    const double m = kFloatMax[dtype];
+    return t < -m ? -m : (t > m ? m : t);
+  }
   if (pat == PAT_SPIKES) {  // 1 element in 64, at random
     if (bounded(x2, 64) == 0) v = spike;
   } else if (pat == PAT_ALTERNATING) {  // 1 pair in 32: (+large, -small), the pair decided by its even element
@@ -487,7 +502,7 @@ inline void fill_pattern_one(void* base, u64 j, u64 count, int dtype, const Dist
   bool integral = false;
   i64 ilo = 0;
   u64 irange = 0;
-  if (pat == PAT_SPEC || !pattern_applies(dtype, d, &integral, &ilo, &irange)) {
+  if (pat == PAT_SPEC || !pattern_applies(dtype, d, &integral, &ilo, &irange, pat)) {
     fill_one(base, j, dtype, d, key);
     return;
   }

@@ -47,7 +47,7 @@ from kernellsp.source.spec import (
 RESULT_FORMAT = "kernellsp-harness/2"
 
 #: Structured input patterns of check mode's input sets (``SEED:PATTERN``); "spec" is the spec's distribution.
-PATTERNS = ("spec", "spikes", "alternating", "ramp", "wide")
+PATTERNS = ("spec", "spikes", "alternating", "ramp", "wide", "tail")
 
 #: Exit codes of the generated program.
 EXIT_OK, EXIT_BAD_ARGS, EXIT_CUDA_ERROR, EXIT_IO_ERROR = 0, 2, 3, 4
@@ -1101,9 +1101,11 @@ def _element(d: DistPlan, dtype: str, j: int, key: int) -> tuple[bool, float, in
 _WIDE_BINADES = {"f16": 10, "bf16": 24, "f32": 24, "f64": 48}
 
 
-def _pattern_applies(d: DistPlan, dtype: str) -> tuple[bool, int, int] | None:
-    """None when a pattern leaves this buffer to the spec's fill; else (integral, lo, range)."""
+def _pattern_applies(d: DistPlan, dtype: str, pattern: str = "spikes") -> tuple[bool, int, int] | None:
+    """None when ``pattern`` leaves this buffer to the spec's fill; else (integral, lo, range)."""
     is_float = dtype in FLOAT_DTYPES
+    if pattern == "tail":  # far out in the tails: only a normal distribution reaches there
+        return (False, 0, 0) if is_float and d.kind == "normal" else None
     if d.kind == "randint":
         return True, d.iparams[0], (d.iparams[1] - d.iparams[0]) & _M64
     if d.kind == "default" and not is_float:
@@ -1113,9 +1115,9 @@ def _pattern_applies(d: DistPlan, dtype: str) -> tuple[bool, int, int] | None:
     return None
 
 
-def pattern_applies(d: DistPlan, dtype: str) -> bool:
-    """Whether the structured patterns change a buffer of ``dtype`` drawn from ``d`` (else it keeps the spec's fill)."""
-    return _pattern_applies(d, dtype) is not None
+def pattern_applies(d: DistPlan, dtype: str, pattern: str = "spikes") -> bool:
+    """Whether ``pattern`` changes a buffer of ``dtype`` drawn from ``d`` (else it keeps the spec's fill)."""
+    return _pattern_applies(d, dtype, pattern) is not None
 
 
 def _pattern_float(pat: str, j: int, count: int, dtype: str, lo: float, hi: float, key: int) -> float:
@@ -1127,6 +1129,14 @@ def _pattern_float(pat: str, j: int, count: int, dtype: str, lo: float, hi: floa
     big, small = (up, dn) if up >= dn else (dn, up)
     spike = c + s * (big * (0.5 + 0.5 * u))
     v = c
+    if pat == "tail":
+        if (x2 * 64) >> 64 != 0:
+            return c
+        mean, sd = 0.5 * (lo + hi), (hi - lo) / 6.0
+        far = sd * math.ldexp(1.0 + u, 2 + ((((x2 << 8) & _M64) * 6) >> 64))
+        t = mean + far if x2 & 1 else mean - far
+        m = _FLOAT_MAX[dtype]
+        return -m if t < -m else m if t > m else t
     if pat == "spikes":
         if (x2 * 64) >> 64 == 0:
             v = spike
@@ -1193,7 +1203,7 @@ def fill_reference(
     d = sp.dists[name]
     assert a.dtype is not None
     key = stream_key(seed if launch is None else launch_seed(seed, launch), a.index)
-    applies = _pattern_applies(d, a.dtype) if pattern != "spec" else None
+    applies = _pattern_applies(d, a.dtype, pattern) if pattern != "spec" else None
     count = sp.counts[name]
     lo, hi = _pattern_range(d, a.dtype) if applies is not None and not applies[0] else (0.0, 0.0)
     out = bytearray()

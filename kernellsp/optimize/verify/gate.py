@@ -100,7 +100,7 @@ class VerifyOptions:
     #: Skip correctness and sanitizer (A/A timing studies only; never used for acceptance).
     timing_only: bool = False
     #: Structured input patterns checked beside the spec's distribution (one input set each, every shape).
-    patterns: tuple[str, ...] = ("spikes", "alternating", "ramp", "wide")
+    patterns: tuple[str, ...] = ("spikes", "alternating", "ramp", "wide", "tail")
     #: Error budget factor (:func:`kernellsp.optimize.verify.correctness.error_budget`); 0 turns it off.
     error_budget: float = 10.0
     #: Timed launches per candidate timing round whose outputs are compared with the baseline's.
@@ -367,12 +367,13 @@ def _derive(run_seed: int, k: int) -> int:
     return harness.mix64((run_seed + (k + 1) * 0x9E3779B97F4A7C15) & (2**64 - 1)) >> 1
 
 
-def _patterns_apply(plan: harness.HarnessPlan) -> bool:
-    """Whether any input buffer draws from a range the structured patterns can use (uniform, normal, randint, default)."""
+def _patterns_apply(plan: harness.HarnessPlan, pattern: str = "spikes") -> bool:
+    """Whether ``pattern`` changes any input buffer (the range patterns: uniform, normal, randint, default;
+    "tail": normal only); a pattern that changes nothing would only repeat a spec set."""
     sp = plan.shapes[0]
     for a in plan.inputs:
         d = sp.dists.get(a.name)
-        if d is not None and a.dtype is not None and harness.pattern_applies(d, a.dtype):
+        if d is not None and a.dtype is not None and harness.pattern_applies(d, a.dtype, pattern):
             return True
     return False
 
@@ -409,6 +410,7 @@ def _correctness(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.H
     if patterns and not _patterns_apply(plan):
         details["patterns_skipped"] = "no input buffer draws from a range (uniform, normal, randint or the default)"
         patterns = []
+    patterns = [p for p in patterns if _patterns_apply(plan, p)]
     details["patterns"] = patterns
     sets = spec_sets + [harness.input_set(_derive(s.run_seed, 100 + i), p) for i, p in enumerate(patterns)]
     order = sorted(range(len(plan.shapes)), key=lambda i: (i == 0, sum(plan.shapes[i].counts.values()), i))
