@@ -15,7 +15,9 @@ Order of gates, each with a named verdict when it fails:
    device fault; a guard page turns an out-of-bounds access into one), ``sanitizer`` (a guard canary
    changed: an out-of-bounds write), ``input_mutated``, ``unwritten_output``, ``mismatch`` (seed,
    pattern, shape, index, got, want; also an error far above the baseline's own, whatever the spec's
-   tolerance: :func:`kernellsp.optimize.verify.correctness.error_budget`); the candidate runs a second
+   tolerance: :func:`kernellsp.optimize.verify.correctness.error_budget`; a float mismatch is judged again
+   against the baseline's higher-precision oracle, its float accumulations in double, when there is one:
+   :mod:`kernellsp.optimize.verify.oracle`, so a rewrite more accurate than a poor baseline passes); the candidate runs a second
    time with a different poison so reads of unwritten memory show; a degenerate (constant or all-zero)
    or NaN reference refuses the check (``degenerate_reference``);
 4. ``sanitizer``: compute-sanitizer memcheck (racecheck where shared memory is used, synccheck where
@@ -50,7 +52,7 @@ from typing import Any
 
 from kernellsp.build.nvcc import Cancelled
 from kernellsp.optimize.verify import correctness as compare
-from kernellsp.optimize.verify import timing
+from kernellsp.optimize.verify import oracle, timing
 from kernellsp.optimize.verify.scope import check_scope
 from kernellsp.run import harness
 from kernellsp.run.runner import LocalRunner, Runner, RunnerError
@@ -163,6 +165,8 @@ class _Session:
         self.cand_static_smem = 0
         #: Where the built harnesses are, relative to ``wd`` (each side builds in a directory of its own).
         self.exe_paths: dict[str, str] = {}
+        #: The baseline's higher-precision oracle (built on the first float mismatch); None: nothing to promote.
+        self.oracle: oracle.OracleRuns | None = None
 
     def close(self) -> None:
         self.runner.cleanup(self.wd)
@@ -345,6 +349,7 @@ def _verify_in(
         return _reject("compile_error", entry, f"the candidate does not compile: {_first_line(built['cand'].output)}",
                        compiler_output=built["cand"].output[-4000:])  # fmt: skip
     details: dict[str, Any] = {"checked": [], "run_seed": s.run_seed, "phase_seconds": s.phase_s}
+    s.oracle = _oracle_runs(s, path, baseline, entry, bplan, bspec, files, nvcc)
     if not opts.timing_only:
         t0 = time.monotonic()
         v = _correctness(s, entry, bspec, bplan, opts, say, details)
@@ -360,6 +365,66 @@ def _verify_in(
     if not opts.time_candidate:
         return Verdict("accepted", True, "correct (timing skipped)", entry, details=details)
     return _time(s, entry, bspec, bplan, opts, say, details)
+
+
+def _oracle_runs(s: _Session, path: Path, baseline: str, entry: str, bplan: harness.HarnessPlan,
+                 bspec: spec.BoundSpec, files: dict[str, bytes], nvcc: str) -> oracle.OracleRuns | None:  # fmt: skip
+    """The baseline with its float accumulations in double (:mod:`kernellsp.optimize.verify.oracle`), built in
+    ``oracle/`` beside the two sides only when a float mismatch asks for it; None when nothing can be promoted."""
+    from kernellsp import cache
+    from kernellsp.run.harness_build import build_harness
+
+    try:
+        src = oracle.oracle_source(baseline, str(path), entry, bplan)
+    except (ValueError, RecursionError):
+        return None
+    if src is None:
+        return None
+    own = {f"src/{path.name}": src.text.encode(), "harness.cu": harness.generate_harness(bplan, f"src/{path.name}", split=True).encode()}
+    own |= {k[len("base/"):]: v for k, v in files.items() if k.startswith("base/src/") and k[len("base/"):] not in own}
+
+    def build() -> str | None:
+        try:
+            s.runner.put({f"oracle/{k}": v for k, v in own.items()}, s.wd)
+            key = cache.digest(*(f"{k}\0{v.decode('utf-8', 'replace')}" for k, v in sorted(own.items())))
+            b = build_harness(s.runner, f"{s.wd}/oracle", "harness.cu", "h_oracle", s.opts.arch, list(bspec.spec.flags),
+                              nvcc=nvcc, nvcc_version=s.env.get("nvcc_version"), sources_key=key,
+                              timeout_s=s.opts.build_timeout_s, cancel=s.cancel)  # fmt: skip
+        except RunnerError as exc:
+            return f"the oracle could not be built: {exc}"
+        s.exe_paths["h_oracle"] = "oracle/h_oracle"
+        return None if b.returncode == 0 else f"the oracle does not build: {_first_line(b.output, 3)}"
+
+    def run(shape: int, sets: list[str]) -> tuple[harness.HarnessResult | None, str | None]:
+        try:
+            res, out, _ = s.harness_run("h_oracle", "check", shape, 0, sets=sets)
+        except RunnerError as exc:  # the oracle's own failure is never the candidate's verdict
+            return None, f"the oracle failed on shape {shape}: {exc}"
+        if out is None or not out.ok:
+            return None, f"the oracle failed on shape {shape}: {out.error if out else _first_line(res.output, 3)}"
+        return out, None
+
+    return oracle.OracleRuns(src, build, run)
+
+
+def _oracle_rescue(s: _Session, shape: int, sets: list[str], i: int, buffer: str, dtype: str, got: bytes,
+                   want: bytes, tol: compare.Tolerance, details: dict[str, Any]) -> tuple[bool, str]:  # fmt: skip
+    """A float mismatch against the baseline, judged again against the oracle run on the same shape and inputs
+    (:func:`kernellsp.optimize.verify.oracle.judge`): (rescued, what to add to the refusal's message)."""
+    if s.oracle is None or dtype not in spec.FLOAT_DTYPES:
+        return False, ""
+    t0 = time.monotonic()
+    out = s.oracle.outputs(shape, sets)
+    s.phase_s["oracle"] = s.phase_s.get("oracle", 0.0) + time.monotonic() - t0
+    if out is None:
+        return False, f" (the baseline's higher-precision oracle was not available: {s.oracle.problem})"
+    verdict = oracle.judge(dtype, got, want, out.read_set_bytes(i, buffer), tol)
+    details["oracle_source"] = s.oracle.source.to_dict()
+    details.setdefault("oracle", []).append({
+        "shape": shape, "set": sets[i], "buffer": buffer, "rescued": verdict.rescued,
+        "baseline_error": verdict.baseline_error, "candidate_error": verdict.candidate_error,
+        "allowed_error": verdict.allowed_error})  # fmt: skip
+    return verdict.rescued, "" if verdict.rescued else f"; {verdict.describe()}"
 
 
 def _derive(run_seed: int, k: int) -> int:
@@ -498,23 +563,42 @@ def _check_shape(
                 return _reject("unwritten_output", entry, f"the candidate left {cu} element(s) of {a.name} unwritten "
                                                           f"(shape {shape}, {what}, poison {poison})", buffer=a.name,
                                unwritten=cu, **where), bout  # fmt: skip
-        for a in outputs:
-            if poison == "nan" and cset.buffers[a.name].digest == bset.buffers[a.name].digest:
-                continue  # bit for bit the baseline's output
-            got = cout.read_set_bytes(i, a.name)
-            tol = compare.resolve_tolerance(a.dtype, bspec.spec.tolerance)
-            want = ref(a.name, a.dtype)
-            mm = compare.compare(a.name, a.dtype, got, want, tol)
-            if mm is not None:
-                return _reject("mismatch", entry, f"wrong result on shape {shape} ({_sizes(bout.sizes)}), {what}: "
-                                                  f"{mm.describe()}", buffer=a.name, index=mm.index, got=mm.got,
-                               want=mm.want, bad_elements=mm.bad_elements, norm_rel_err=mm.norm_rel_err,
-                               **where), bout  # fmt: skip
-            err = compare.norm_rel_error(a.dtype, got, want)
-            if not compare.within_quick_budget(a.dtype, err, opts.error_budget):
-                suspects.append(_Suspect(shape, st, a.name, a.dtype, err, bout, i, where))
+        v = _compare_set(s, entry, outputs, bspec, (shape, sets, i), bout, cout, ref, poison, where, details, opts,
+                         suspects)  # fmt: skip
+        if v is not None:
+            return v, bout
         details["checked"].append(where)
     return None, bout
+
+
+def _compare_set(s: _Session, entry: str, outputs: list[Any], bspec: spec.BoundSpec, at: tuple[int, list[str], int],
+                 bout: harness.HarnessResult, cout: harness.HarnessResult, ref: Callable[[str, str], bytes],
+                 poison: str, where: dict[str, Any], details: dict[str, Any], opts: VerifyOptions,
+                 suspects: list[_Suspect]) -> Verdict | None:  # fmt: skip
+    """Every output of input set ``at = (shape, sets, i)`` against the baseline's (``ref``); a float mismatch
+    is judged again against the baseline's higher-precision oracle, when there is one (:func:`_oracle_rescue`)."""
+    shape, sets, i = at
+    st, what = sets[i], _describe_set(sets[i])
+    cset, bset = cout.sets[i], bout.sets[i]
+    for a in outputs:
+        if poison == "nan" and cset.buffers[a.name].digest == bset.buffers[a.name].digest:
+            continue  # bit for bit the baseline's output
+        got = cout.read_set_bytes(i, a.name)
+        tol = compare.resolve_tolerance(a.dtype, bspec.spec.tolerance)
+        want = ref(a.name, a.dtype)
+        mm = compare.compare(a.name, a.dtype, got, want, tol)
+        rescued, note = _oracle_rescue(s, shape, sets, i, a.name, a.dtype, got, want, tol, details) if mm else (False, "")
+        if mm is not None and not rescued:
+            return _reject("mismatch", entry, f"wrong result on shape {shape} ({_sizes(bout.sizes)}), {what}: "
+                                              f"{mm.describe()}{note}", buffer=a.name, index=mm.index, got=mm.got,
+                           want=mm.want, bad_elements=mm.bad_elements, norm_rel_err=mm.norm_rel_err,
+                           **where)  # fmt: skip
+        if rescued:
+            continue  # judged against the oracle: the baseline's error is no yardstick here
+        err = compare.norm_rel_error(a.dtype, got, want)
+        if not compare.within_quick_budget(a.dtype, err, opts.error_budget):
+            suspects.append(_Suspect(shape, st, a.name, a.dtype, err, bout, i, where))
+    return None
 
 
 def _error_budget(s: _Session, entry: str, suspects: list[_Suspect], opts: VerifyOptions, details: dict[str, Any],
@@ -810,9 +894,12 @@ def _check_timed_launches(s: _Session, entry: str, bspec: spec.BoundSpec, plan: 
                                unwritten=cu, **where)  # fmt: skip
             tol = compare.resolve_tolerance(a.dtype, bspec.spec.tolerance)
             mm = compare.compare(a.name, a.dtype, got, want, tol)
+            rescued, note = _oracle_rescue(s, 0, sets, i, a.name, a.dtype, got, want, tol, details) if mm else (False, "")
+            if rescued:
+                continue
             if mm is not None:
                 return _reject("mismatch", entry, f"timed launch {sn.launch} (picked at random after it ran) computed a "
-                                                  f"wrong result: {mm.describe()}; every timed launch must do the work",
+                                                  f"wrong result: {mm.describe()}{note}; every timed launch must do the work",
                                buffer=a.name, index=mm.index, got=mm.got, want=mm.want, **where)  # fmt: skip
             err = compare.norm_rel_error(a.dtype, got, want)
             if not compare.within_quick_budget(a.dtype, err, opts.error_budget):
