@@ -123,6 +123,9 @@ def test_helpers_and_shadows_together_and_what_is_left_alone() -> None:
     for edit in ("float s = warp_sum(x, i, n) + out[0];", "out[1] = 0.0f; float s = warp_sum(x, i, n);"):
         other = _oracle(WARP_REDUCE.replace("float s = warp_sum(x, i, n);", edit))
         assert other is not None and not other.shadowed and other.promoted
+    pair = _oracle(WARP_REDUCE.replace("float part = 0.0f, unused = 1.0f;", "float part = 0.0f, unused = 1.0f;\n    float p2 = 0.0f, q2 = 0.0f;\n    p2 += x[i]; q2 += x[i];"))
+    assert pair is not None and {(p.function, p.var) for p in pair.promoted} == {("warp_sum", v) for v in ("acc", "p2", "q2")}
+    assert "double p2 = 0.0f, q2 = 0.0f;" in pair.text
     used = _oracle(WARP_REDUCE.replace("atomicAdd(&out[blockIdx.x % 4], s);", "float old = atomicAdd(&out[0], s); (void)old;"))
     assert used is not None and not used.shadowed
 

@@ -130,7 +130,7 @@ def oracle_source(baseline: str, path: str, entry: str, plan: HarnessPlan) -> Or
         ir = kernel_ir(model, fn)
         if ir is not None:
             found = _local_promotions(ir)
-            edits += [e for e, _ in found]
+            edits += [e for e, _ in found if e is not None]
             promoted += [p for _, p in found]
     shadowed: list[ShadowedOutput] = []
     entry_fn = model.function(entry)
@@ -162,10 +162,11 @@ def _functions_reached(model: SourceModel, targets: list[str]) -> list[Function]
     return list(seen.values())
 
 
-def _local_promotions(ir: KernelIR) -> list[tuple[Edit, Promotion]]:
-    """One edit per promotable declaration: its type becomes ``double``."""
+def _local_promotions(ir: KernelIR) -> list[tuple[Edit | None, Promotion]]:
+    """Each promoted local with the edit of its declaration (its type becomes ``double``; None: made by another)."""
     targets = {a.var for a in ir.accumulations if a.op in PROMOTABLE_OPS}
-    out: list[tuple[Edit, Promotion]] = []
+    out: list[tuple[Edit | None, Promotion]] = []
+    promotions: list[Promotion] = []
     done: set[int] = set()
     for name in sorted(targets):
         var = ir.locals.get(name)
@@ -173,15 +174,16 @@ def _local_promotions(ir: KernelIR) -> list[tuple[Edit, Promotion]]:
             continue
         tnode = var.decl.child_by_field_name("type")
         ctype = ir.text(tnode)
-        if tnode is None or ctype not in PROMOTABLE_CTYPES or tnode.start_byte in done:
-            continue
         # `float acc = 0, scale = 2;` would turn scale into a double too: all declarators must be accumulators.
-        if not set(_declarator_names(ir, var.decl)) <= targets:
+        if tnode is None or ctype not in PROMOTABLE_CTYPES or not set(_declarator_names(ir, var.decl)) <= targets:
+            continue
+        promotion = Promotion(ir.name, name, ctype, var.decl.start_point[0])
+        if tnode.start_byte in done:  # `float a = 0, b = 0;`: one edit of the shared type
+            promotions.append(promotion)
             continue
         done.add(tnode.start_byte)
-        line = var.decl.start_point[0]
-        out.append(((tnode.start_byte, tnode.end_byte, "double"), Promotion(ir.name, name, ctype, line)))
-    return out
+        out.append(((tnode.start_byte, tnode.end_byte, "double"), promotion))
+    return out + [(None, p) for p in promotions]
 
 
 def _declarator_names(ir: KernelIR, decl: tree_sitter.Node) -> list[str]:
