@@ -20,6 +20,7 @@ from kernellsp.optimize.propose.recipes import Recipe, recipe
 from kernellsp.optimize.propose.recipes.base import Decline, Match, RecipeContext, Rewrite, contexts_for
 from kernellsp.optimize.verify.scope import check_scope, edit_targets
 from kernellsp.source.model import parse_source
+from kernellsp.source.spec import specs_from_source
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "recipes" / "corpus"
@@ -75,6 +76,10 @@ def scope_problems(path: Path, entry: str, texts: list[str]) -> list[str]:
         res = check_scope(base, t, targets, str(path), entry)
         if not res.ok:
             out.append(res.reason)
+        # The candidate becomes the next round's baseline: its specs must read back without an error (a
+        # comment starting with "kernellsp" in the generated code was once read as a broken spec).
+        out += [f"spec: {i.message} (line {i.line})" for i in specs_from_source(parse_source(t, str(path)))[1]
+                if i.severity == "error"]  # fmt: skip
     return out
 
 

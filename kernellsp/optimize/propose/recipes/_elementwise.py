@@ -865,7 +865,8 @@ def generate(ctx: RecipeContext, el: ElementLoop, params: dict[str, Any], what: 
             raise RecipeError(f"{s.param}: {E} elements are not a whole number of 16-byte vectors")
     lines: list[str] = []
     add = lines.append
-    add(f"// kernellsp recipe: {what}.")
+    # Not "// kernellsp ...": a comment whose first word is kernellsp is read as a launch spec.
+    add(f"// Rewritten by a kernellsp recipe: {what}.")
     for p in el.prelude:
         add(ir.text(p))
     one_d = _one_d(ctx)
