@@ -46,12 +46,21 @@ def write_results(rows: list[dict[str, Any]], gpu: str, environment: dict[str, A
     payload = {"gpu": gpu, "options": OPTIONS, "environment": environment, "cases": rows}
     (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=1, default=str) + "\n")
     ok = sum(1 for r in rows if r["ok"])
+    # Cheats: every case that must not be accepted; honest: the correct faster rewrites (must be accepted).
+    # A few cases allow either (a cheat whose work skipping the gate may or may not see): in neither count.
+    cheats = [r for r in rows if "accepted" not in r["expected"]]
+    honest = [r for r in rows if r["expected"] == ["accepted"]]
+    cheat_accepted = sum(1 for r in cheats if r["got"] == "accepted")
+    honest_accepted = sum(1 for r in honest if r["got"] == "accepted")
     lines = [
         f"# Adversarial corpus on {gpu}",
         "",
-        f"`pytest -m gpu tests/test_adversarial_gpu.py`: {ok} of {len(rows)} cases got the expected verdict "
-        f"(VerifyOptions seeds={OPTIONS['seeds']}, rounds={OPTIONS['rounds']}, reps={OPTIONS['reps']}). "
-        "Cases: tests/adversarial/manifest.toml.",
+        "| cases | expected verdict | cheats accepted | honest rewrites accepted |",
+        "|---:|---:|---:|---:|",
+        f"| {len(rows)} | {ok} of {len(rows)} | {cheat_accepted} of {len(cheats)} | {honest_accepted} of {len(honest)} |",
+        "",
+        f"`pytest -m gpu tests/test_adversarial_gpu.py` (VerifyOptions seeds={OPTIONS['seeds']}, "
+        f"rounds={OPTIONS['rounds']}, reps={OPTIONS['reps']}). Cases: tests/adversarial/manifest.toml.",
         "",
         "| case | pitfall | expected | got | ok | message | seconds |",
         "|---|---|---|---|---|---|---|",

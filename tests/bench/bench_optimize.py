@@ -47,7 +47,11 @@ def _cases(args: argparse.Namespace) -> list[dict[str, Any]]:
     if args.files:
         return [{"file": f if "/" in f else f"samples/{f}"} for f in args.files]
     if args.suite:
-        return list(tomllib.loads(Path(args.suite).read_text())["case"])
+        cases = list(tomllib.loads(Path(args.suite).read_text())["case"])
+        if args.only:
+            wanted = {w.strip() for w in args.only.split(",") if w.strip()}
+            cases = [c for c in cases if Path(c["file"]).name in wanted or c["file"] in wanted]
+        return cases
     return [{"file": f"samples/{p.name}"} for p in sorted((ROOT / "samples").glob("*.cu"))]
 
 
@@ -120,6 +124,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--candidates", type=int, default=4)
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--only", help="comma-separated file names: run these cases of the suite and keep the other "
+                    "rows of the previous table (a suite split over several GPU sessions)")  # fmt: skip
     ap.add_argument("files", nargs="*")
     args = ap.parse_args()
     runner = LocalRunner()
@@ -177,7 +183,7 @@ def main() -> int:
     gpu = env.get("gpu", "?")
     slug = gpu_slug(gpu)
     previous = RESULTS / f"optimize-{slug}.json"
-    if args.write and args.files and previous.is_file():
+    if args.write and (args.files or args.only) and previous.is_file():
         # A run over some samples updates their rows and keeps the others (the suite can be split).
         done = {r["sample"] for r in rows}
         old = [r for r in json.loads(previous.read_text())["rows"] if r["sample"] not in done]
