@@ -172,6 +172,8 @@ def main() -> int:
             "rounds": res.rounds_run, "stop": res.stop_reason, "wall_s": res.wall_s,
             "sizes": case.get("sizes"), "reference": reference, "target": case.get("target"),
             "phases": final.details.get("phases") if final else None,
+            # Sets where the baseline's own float error was the difference (kernellsp.optimize.verify.oracle).
+            "oracle": final.details.get("oracle") if final else None,
             "winner": " + ".join(res.winners) if res.accepted else None,
             "candidates": [{"round": c.round, "description": c.description, "verdict": c.verdict,
                             "speedup": c.speedup_vs_champion, "message": c.message[:200]} for c in res.candidates],
