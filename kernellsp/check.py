@@ -145,7 +145,9 @@ def _walk_cuda_files(top: Path, notes: list[str]) -> list[Path]:
             # Build outputs are not the project's sources (CMake puts its compiler-probe .cu files there), but a
             # folder of CUDA files is not skipped without a word: name it, and how to check it anyway.
             if d in ("build", "dist") and _has_cuda(Path(root) / d):
-                notes.append(f"{Path(root) / d}: folder skipped (build output); name it to check its CUDA files")
+                notes.append(
+                    f"{Path(root) / d}: folder skipped (build output); name it to check its CUDA files"
+                )
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
         out.extend(Path(root) / f for f in sorted(files) if f.endswith(CUDA_SUFFIXES))
     return out
@@ -176,7 +178,10 @@ def read_source(path: Path) -> tuple[str | None, str | None]:
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
-            return None, f"file is {size // (1024 * 1024)} MiB; kernellsp checks files up to {MAX_FILE_BYTES // (1024 * 1024)} MiB"
+            return (
+                None,
+                f"file is {size // (1024 * 1024)} MiB; kernellsp checks files up to {MAX_FILE_BYTES // (1024 * 1024)} MiB",
+            )
         data = path.read_bytes()
     except PermissionError:
         return None, "cannot read the file: permission denied (check its mode and owner)"
@@ -207,7 +212,10 @@ def utf8_problem(data: bytes) -> tuple[int, str] | None:
         what = f"it starts with 0x{data[0]:02x} 0x{data[1]:02x}, UTF-16's byte-order mark"
     else:
         what = f"byte 0x{data[start]:02x} at column {col + 1} is not UTF-8"
-    return line, f"the file is not valid UTF-8 ({what}); kernellsp read it as Latin-1, so columns and text may be off"
+    return (
+        line,
+        f"the file is not valid UTF-8 ({what}); kernellsp read it as Latin-1, so columns and text may be off",
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -301,8 +309,12 @@ def _launch_facts(fn: Function, model: SourceModel, bound: spec.BoundSpec | None
 
 
 def kernel_metrics(
-    fn: Function, model: SourceModel, facts: analysis.KernelFacts, build_result: BuildResult | None,
-    bound: spec.BoundSpec | None, arch: str,
+    fn: Function,
+    model: SourceModel,
+    facts: analysis.KernelFacts,
+    build_result: BuildResult | None,
+    bound: spec.BoundSpec | None,
+    arch: str,
 ) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
     """Kernel-scope metrics and per-line metrics (0-based line → values) for one kernel."""
     km: dict[str, Any] = {"kernel": fn.name, "arch": arch}
@@ -317,10 +329,15 @@ def kernel_metrics(
     if matched:
         worst = max(matched, key=lambda r: (r.registers, r.stack_frame, r.spill_stores))
         km.update(
-            registers=worst.registers, spill_stores=worst.spill_stores, spill_loads=worst.spill_loads,
-            stack_frame=worst.stack_frame, smem_static=worst.smem_static, cmem=worst.cmem,
-            barriers=worst.barriers, instantiations=len(matched),
-        )  # fmt: skip
+            registers=worst.registers,
+            spill_stores=worst.spill_stores,
+            spill_loads=worst.spill_loads,
+            stack_frame=worst.stack_frame,
+            smem_static=worst.smem_static,
+            cmem=worst.cmem,
+            barriers=worst.barriers,
+            instantiations=len(matched),
+        )
         assert build_result is not None
         km["sass_available"] = build_result.sass_available
         if build_result.sass_available:
@@ -338,19 +355,26 @@ def kernel_metrics(
                             continue
                         acc[k] = max(acc.get(k, 0), v)
             km["fp64_insts"] = sum(c.get("fp64", 0) for c in sass_by_line.values())
-            km["local_insts"] = sum(c.get("local_ld", 0) + c.get("local_st", 0) for c in sass_by_line.values())
+            km["local_insts"] = sum(
+                c.get("local_ld", 0) + c.get("local_st", 0) for c in sass_by_line.values()
+            )
         bs = km.get("block_size")
         lim = occupancy.arch_limits(arch)
         km["max_blocks_per_sm"] = lim.max_blocks
         km["max_warps_per_sm"] = lim.max_warps
         if isinstance(bs, int) and bs > 0:
-            occ = occupancy.compute(arch, bs, worst.registers, worst.smem_static, int(km.get("smem_dynamic", 0)))
+            occ = occupancy.compute(
+                arch, bs, worst.registers, worst.smem_static, int(km.get("smem_dynamic", 0))
+            )
             if occ.limiter != "invalid":
                 km.update(
-                    occupancy_pct=occ.occupancy_pct, occupancy_limiter=occ.limiter,
-                    blocks_per_sm=occ.blocks_per_sm, limit_registers=occ.limit_registers,
-                    limit_shared_memory=occ.limit_shared_memory, limit_warps=occ.limit_warps,
-                )  # fmt: skip
+                    occupancy_pct=occ.occupancy_pct,
+                    occupancy_limiter=occ.limiter,
+                    blocks_per_sm=occ.blocks_per_sm,
+                    limit_registers=occ.limit_registers,
+                    limit_shared_memory=occ.limit_shared_memory,
+                    limit_warps=occ.limit_warps,
+                )
     lines: dict[int, dict[str, Any]] = {}
     for ln in set(facts.lines) | set(sass_by_line):
         lm: dict[str, Any] = {"line": ln + 1}
@@ -372,8 +396,14 @@ def kernel_metrics(
 # Findings
 
 
-def _finding(rule: rules.Rule, path: str, rng: Range, values: dict[str, Any], kernel: str | None,
-             message: str | None = None) -> Finding:  # fmt: skip
+def _finding(
+    rule: rules.Rule,
+    path: str,
+    rng: Range,
+    values: dict[str, Any],
+    kernel: str | None,
+    message: str | None = None,
+) -> Finding:
     used = rule.metric_names()
     evidence = {k: v for k, v in values.items() if k in used and k not in ("kernel", "line")}
     return Finding(
@@ -392,8 +422,13 @@ def _finding(rule: rules.Rule, path: str, rng: Range, values: dict[str, Any], ke
 
 
 def evaluate_rules(
-    ruleset: rules.RuleSet, model: SourceModel, path: str, fn: Function, km: dict[str, Any],
-    lines: dict[int, dict[str, Any]], source: str = "static",
+    ruleset: rules.RuleSet,
+    model: SourceModel,
+    path: str,
+    fn: Function,
+    km: dict[str, Any],
+    lines: dict[int, dict[str, Any]],
+    source: str = "static",
 ) -> list[Finding]:
     """Run kernel-scope and line-scope rules of ``source`` over one kernel's metrics."""
     out: list[Finding] = []
@@ -411,34 +446,47 @@ def evaluate_rules(
 
 
 def _span_range(span: Any) -> Range:
-    return Range(start_line=span.start_line, start_col=span.start_col, end_line=span.end_line, end_col=span.end_col)
+    return Range(
+        start_line=span.start_line, start_col=span.start_col, end_line=span.end_line, end_col=span.end_col
+    )
 
 
-def _builtin(ruleset: rules.RuleSet, emitter: str, path: str, rng: Range, values: dict[str, Any],
-             kernel: str | None = None) -> Finding | None:  # fmt: skip
+def _builtin(
+    ruleset: rules.RuleSet,
+    emitter: str,
+    path: str,
+    rng: Range,
+    values: dict[str, Any],
+    kernel: str | None = None,
+) -> Finding | None:
     rule = ruleset.by_emitter(emitter)
     if rule is None:
         return None
     return _finding(rule, path, rng, values, kernel)
 
 
-def bind_specs(model: SourceModel, ws_specs: dict[str, spec.KernelSpec], ws_origin: str | None
-               ) -> tuple[list[spec.BoundSpec], list[spec.SpecIssue]]:  # fmt: skip
+def bind_specs(
+    model: SourceModel, ws_specs: dict[str, spec.KernelSpec], ws_origin: str | None
+) -> tuple[list[spec.BoundSpec], list[spec.SpecIssue]]:
     """Comment-block specs plus workspace specs for entries defined in this file (comments win)."""
     bound, issues = spec.specs_from_source(model)
     have = {b.entry for b in bound}
     tables = spec.workspace_tables(ws_origin) if ws_origin and ws_specs else {}
     for entry, s in ws_specs.items():
         if entry not in have and model.function(entry) is not None:
-            bound.append(spec.BoundSpec(spec=s, entry=entry, origin="workspace", origin_path=ws_origin,
-                                        table=tables.get(entry)))  # fmt: skip
+            bound.append(
+                spec.BoundSpec(
+                    spec=s, entry=entry, origin="workspace", origin_path=ws_origin, table=tables.get(entry)
+                )
+            )
     for b in bound:
         issues.extend(spec.validate_against(b, model.function(b.entry), model))
     return bound, issues
 
 
-def spec_issue_findings(ruleset: rules.RuleSet, issues: Iterable[spec.SpecIssue], path: str,
-                        lines: list[str] | None = None) -> list[Finding]:  # fmt: skip
+def spec_issue_findings(
+    ruleset: rules.RuleSet, issues: Iterable[spec.SpecIssue], path: str, lines: list[str] | None = None
+) -> list[Finding]:
     """KL003 findings for spec issues: on ``path`` (whose ``lines`` they are), or on the workspace file an issue
     names (a ``[kernels.NAME]`` table's line in kernellsp.toml)."""
     out = []
@@ -446,7 +494,9 @@ def spec_issue_findings(ruleset: rules.RuleSet, issues: Iterable[spec.SpecIssue]
         where = iss.path or path
         src = lines if iss.path is None else None
         text_line = src[iss.line] if src is not None and 0 <= iss.line < len(src) else None
-        f = _builtin(ruleset, "spec-error", where, line_range(iss.line, text_line), {"message": iss.message}, iss.entry)
+        f = _builtin(
+            ruleset, "spec-error", where, line_range(iss.line, text_line), {"message": iss.message}, iss.entry
+        )
         if f is not None:
             if iss.severity == "warning":
                 f.severity = Severity.warning
@@ -466,8 +516,15 @@ def _plan_problems(model: SourceModel, b: spec.BoundSpec) -> list[spec.SpecIssue
         for p in exc.problems:
             m = re.match(r"^((?:args|sizes|shapes|launch|tunables|tolerance)(?:\.[\w]+)*)[\s:(]", p)
             fld = m.group(1) if m else "entry"
-            out.append(spec.SpecIssue(fld, f"spec of {b.entry}: {p}", b.line_of(fld) if m else b.line_of("entry"),
-                                      path=b.issue_path, entry=b.entry))  # fmt: skip
+            out.append(
+                spec.SpecIssue(
+                    fld,
+                    f"spec of {b.entry}: {p}",
+                    b.line_of(fld) if m else b.line_of("entry"),
+                    path=b.issue_path,
+                    entry=b.entry,
+                )
+            )
         return out
     except Exception:  # the harness planner must never break a static check
         return []
@@ -475,9 +532,14 @@ def _plan_problems(model: SourceModel, b: spec.BoundSpec) -> list[spec.SpecIssue
 
 
 def check_text(
-    path: Path, text: str, options: CheckOptions, ruleset: rules.RuleSet,
-    ws_specs: dict[str, spec.KernelSpec] | None = None, ws_origin: str | None = None,
-    build_result: BuildResult | None = None, ws_invalid: Iterable[str] = (),
+    path: Path,
+    text: str,
+    options: CheckOptions,
+    ruleset: rules.RuleSet,
+    ws_specs: dict[str, spec.KernelSpec] | None = None,
+    ws_origin: str | None = None,
+    build_result: BuildResult | None = None,
+    ws_invalid: Iterable[str] = (),
 ) -> FileReport:
     """Check one file's text (the editor buffer or the file on disk).
 
@@ -506,17 +568,35 @@ def check_text(
         flags: list[str] = list(file_flags.args) if file_flags is not None else []
         for b in bound:
             flags.extend(x for x in b.spec.flags if x not in flags)
-        build_result = build(path, text, model, options.arch, flags, options.build_timeout_s, options.use_cache,
-                             options.cancel, search_dirs=search_dirs)  # fmt: skip
+        build_result = build(
+            path,
+            text,
+            model,
+            options.arch,
+            flags,
+            options.build_timeout_s,
+            options.use_cache,
+            options.cancel,
+            search_dirs=search_dirs,
+        )
     report.build = build_result
     if build_result is not None and build_result.timed_out:
-        f = _builtin(ruleset, "build-timeout", spath, line_range(0, model.lines[0] if model.lines else None),
-                     {"message": build_result.error or "nvcc ran out of time"})  # fmt: skip
+        f = _builtin(
+            ruleset,
+            "build-timeout",
+            spath,
+            line_range(0, model.lines[0] if model.lines else None),
+            {"message": build_result.error or "nvcc ran out of time"},
+        )
         if f is not None:
             report.findings.append(f)
     if build_result is not None:
         # A message about a project header lands on the #include that brings the header in.
-        headers = include_graph(path, model.lines, search_dirs) if any(m.file for m in build_result.messages) else {}
+        headers = (
+            include_graph(path, model.lines, search_dirs)
+            if any(m.file for m in build_result.messages)
+            else {}
+        )
         for msg in build_result.messages:
             if msg.severity == "remark":
                 continue
@@ -528,8 +608,13 @@ def check_text(
                     ln = headers.get(Path(msg.file).resolve(), ln)
                 where = f"in {_near(msg.file, path)}:{msg.file_line}: "
             text_line = model.lines[ln] if ln < len(model.lines) else None
-            f = _builtin(ruleset, emitter, spath, line_range(ln, text_line),
-                         {"message": f"{msg.tool}: {where}{msg.message}" + (f" [#{msg.code}]" if msg.code else "")})  # fmt: skip
+            f = _builtin(
+                ruleset,
+                emitter,
+                spath,
+                line_range(ln, text_line),
+                {"message": f"{msg.tool}: {where}{msg.message}" + (f" [#{msg.code}]" if msg.code else "")},
+            )
             if f is not None:
                 report.findings.append(f)
     spec_by_entry = {b.entry: b for b in bound}
@@ -542,7 +627,9 @@ def check_text(
         report.kernels.append(KernelReport(fn.name, fn.name_span.start_line, kspec is not None, km))
         report.findings.extend(evaluate_rules(ruleset, model, spath, fn, km, lines))
         if kspec is None and fn.name not in launched_by_entry and fn.name not in has_spec:
-            f = _builtin(ruleset, "missing-spec", spath, _span_range(fn.name_span), {"kernel": fn.name}, fn.name)
+            f = _builtin(
+                ruleset, "missing-spec", spath, _span_range(fn.name_span), {"kernel": fn.name}, fn.name
+            )
             if f is not None:
                 report.findings.append(f)
     annotate_fixes(report.findings, model, bound, path)
@@ -551,7 +638,9 @@ def check_text(
     return report
 
 
-def annotate_fixes(findings: list[Finding], model: SourceModel, bound: list[spec.BoundSpec], path: Path) -> None:
+def annotate_fixes(
+    findings: list[Finding], model: SourceModel, bound: list[spec.BoundSpec], path: Path
+) -> None:
     """Say ``fix available: recipe NAME`` on findings whose rule a matching recipe answers.
 
     When the workspace memory holds a verified figure for that recipe, the message adds it
@@ -586,18 +675,32 @@ def annotate_fixes(findings: list[Finding], model: SourceModel, bound: list[spec
         if name is None:
             continue
         note = f"fix available: recipe {name}"
-        best = max((r for r in records if str(r.get("transform", "")).startswith(f"recipe:{name}(")
-                    and r.get("verdict") == "accepted" and isinstance(r.get("measured_speedup"), int | float)),
-                   key=lambda r: r["measured_speedup"], default=None)  # fmt: skip
+        best = max(
+            (
+                r
+                for r in records
+                if str(r.get("transform", "")).startswith(f"recipe:{name}(")
+                and r.get("verdict") == "accepted"
+                and isinstance(r.get("measured_speedup"), int | float)
+            ),
+            key=lambda r: r["measured_speedup"],
+            default=None,
+        )
         if best is not None:
-            note += f" — measured {best['measured_speedup']:.1f}×" + (f" on {best['gpu']}" if best.get("gpu") else "")
+            note += f" — measured {best['measured_speedup']:.1f}×" + (
+                f" on {best['gpu']}" if best.get("gpu") else ""
+            )
         f.message = f"{f.message} ({note})"
         f.evidence["fix_recipe"] = name
 
 
 def project_options(
-    settings: Any, root: Path | None, include_dirs: Iterable[str] = (), defines: Iterable[str] = (),
-    select: Iterable[str] | None = None, ignore: Iterable[str] = (),
+    settings: Any,
+    root: Path | None,
+    include_dirs: Iterable[str] = (),
+    defines: Iterable[str] = (),
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] = (),
 ) -> tuple[BuildFlags, rule_selection.Selection]:
     """The build flags and rule selection of a workspace: its settings (``include_dirs``, ``defines``,
     ``extra_flags``, ``compile_commands``, ``select``, ``ignore``), then the command line's. Raises
@@ -630,7 +733,8 @@ def _near(other: str, path: Path) -> str:
 
 
 def check_paths(
-    paths: Iterable[str | Path], options: CheckOptions | None = None,
+    paths: Iterable[str | Path],
+    options: CheckOptions | None = None,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> CheckReport:
     """Check files and directories. Raises :class:`CheckError` only for usage problems."""
@@ -639,7 +743,9 @@ def check_paths(
     notes: list[str] = []
     files = collect_files(paths, notes)
     if not files:
-        raise CheckError("no CUDA files (.cu, .cuh) found in the given paths" + "".join(f"; {n}" for n in notes))
+        raise CheckError(
+            "no CUDA files (.cu, .cuh) found in the given paths" + "".join(f"; {n}" for n in notes)
+        )
     first_root = spec.find_workspace_root(files[0])
     workspace = opts.workspace or first_root
     ruleset = rules.load_rules(workspace, opts.extra_rule_dirs)
@@ -647,8 +753,10 @@ def check_paths(
         notes.append(f"nvcc not found, so only source-level rules ran: {toolchain.INSTALL_HINTS['nvcc']}")
         opts = CheckOptions(**{**opts.__dict__, "build": False})
     elif opts.build and toolchain.find_tool("nvdisasm") is None:
-        notes.append("nvdisasm not found: fp64 and local-memory rules use source heuristics "
-                     f"({toolchain.INSTALL_HINTS['nvdisasm']})")  # fmt: skip
+        notes.append(
+            "nvdisasm not found: fp64 and local-memory rules use source heuristics "
+            f"({toolchain.INSTALL_HINTS['nvdisasm']})"
+        )
     ws_cache: dict[Path | None, tuple[dict[str, spec.KernelSpec], str | None, set[str]]] = {}
     texts: list[tuple[Path, str | None, str | None]] = [(p, *read_source(p)) for p in files]
 
@@ -668,11 +776,18 @@ def check_paths(
                 bad = utf8_problem(p.read_bytes())
                 if bad is not None:
                     lines = fr.model.lines if fr.model is not None else []
-                    f = _builtin(ruleset, "source-encoding", str(p),
-                                 line_range(bad[0], lines[bad[0]] if bad[0] < len(lines) else None), {"message": bad[1]})
+                    f = _builtin(
+                        ruleset,
+                        "source-encoding",
+                        str(p),
+                        line_range(bad[0], lines[bad[0]] if bad[0] < len(lines) else None),
+                        {"message": bad[1]},
+                    )
                     if f is not None:
-                        fr.findings = sorted([*fr.findings, *rule_selection.apply([f], opts.selection, lines)],
-                                             key=lambda x: x.sort_key())  # fmt: skip
+                        fr.findings = sorted(
+                            [*fr.findings, *rule_selection.apply([f], opts.selection, lines)],
+                            key=lambda x: x.sort_key(),
+                        )
         return fr
 
     jobs = opts.jobs or max(1, min(len(texts), os.cpu_count() or 1))
@@ -698,6 +813,8 @@ def check_paths(
                 progress(done, len(texts), res.path)
     if ws_findings and results:
         first = results[0]
-        first.findings = sorted([*first.findings, *rule_selection.apply(ws_findings, opts.selection, None)],
-                                key=lambda x: x.sort_key())  # fmt: skip
+        first.findings = sorted(
+            [*first.findings, *rule_selection.apply(ws_findings, opts.selection, None)],
+            key=lambda x: x.sort_key(),
+        )
     return CheckReport(files=results, notes=notes, seconds=time.monotonic() - t0)

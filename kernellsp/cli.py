@@ -34,6 +34,7 @@ app = typer.Typer(
 rules_app = typer.Typer(help="List the rule matrix or show one rule.", invoke_without_command=True)
 app.add_typer(rules_app, name="rules")
 
+
 def _hide_redundant_help_types() -> None:
     """Typer (0.29+) prints "<bool>" beside every flag and "<list[Path]>" beside named arguments: drop those.
 
@@ -86,8 +87,12 @@ def _version_callback(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: Annotated[bool, typer.Option("--version", callback=_version_callback, is_eager=True,
-                                          help="Print the version and exit.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     """kernellsp: make CUDA kernels fast and keep them correct."""
 
@@ -102,32 +107,74 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 @app.command()
 def check(
-    paths: Annotated[list[Path], typer.Argument(metavar="PATH", help="CUDA files (.cu, .cuh) or folders.",
-                                                show_default=False)],
-    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.text,
-    arch: Annotated[str | None, typer.Option(metavar="SM", help="Target architecture for the build (sm_90, sm_100a, "
-                                                  "...; default: the `arch` setting, sm_90).")] = None,
-    fail_on: Annotated[FailOn, typer.Option(help="Lowest severity that makes the exit code 1.")] = FailOn.info,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild even if the content hash is cached.")] = False,
-    no_build: Annotated[bool, typer.Option("--no-build", help="Source-level rules only; do not run nvcc.")] = False,
-    show_fix: Annotated[bool, typer.Option("--show-fix", help="Print each finding's fix hint (text format).")] = False,
-    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Parallel builds (default: CPU count).")] = None,
+    paths: Annotated[
+        list[Path],
+        typer.Argument(metavar="PATH", help="CUDA files (.cu, .cuh) or folders.", show_default=False),
+    ],
+    output_format: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = OutputFormat.text,
+    arch: Annotated[
+        str | None,
+        typer.Option(
+            metavar="SM",
+            help="Target architecture for the build (sm_90, sm_100a, "
+            "...; default: the `arch` setting, sm_90).",
+        ),
+    ] = None,
+    fail_on: Annotated[
+        FailOn, typer.Option(help="Lowest severity that makes the exit code 1.")
+    ] = FailOn.info,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Rebuild even if the content hash is cached.")
+    ] = False,
+    no_build: Annotated[
+        bool, typer.Option("--no-build", help="Source-level rules only; do not run nvcc.")
+    ] = False,
+    show_fix: Annotated[
+        bool, typer.Option("--show-fix", help="Print each finding's fix hint (text format).")
+    ] = False,
+    jobs: Annotated[
+        int | None, typer.Option("--jobs", "-j", min=1, help="Parallel builds (default: CPU count).")
+    ] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report to a file.")] = None,
-    profile: Annotated[bool, typer.Option("--profile/--no-profile",
-                                          help="Also profile spec'd entries under Nsight Compute.")] = False,
+    profile: Annotated[
+        bool, typer.Option("--profile/--no-profile", help="Also profile spec'd entries under Nsight Compute.")
+    ] = False,
     gpu_host: Annotated[str | None, typer.Option("--gpu-host", help="Profile on user@host over ssh.")] = None,
     deep: Annotated[bool, typer.Option("--deep", help="Profile with the deep section set (slow).")] = False,
-    include_dir: Annotated[list[str] | None, typer.Option("--include-dir", "-I", metavar="DIR",
-                                                          help="Add an include folder for nvcc (repeatable; after "
-                                                          "compile_commands.json's and the include_dirs setting's).")] = None,
-    define: Annotated[list[str] | None, typer.Option("--define", "-D", metavar="NAME[=VALUE]",
-                                                     help="Define a macro for nvcc (repeatable).")] = None,
-    select: Annotated[list[str] | None, typer.Option("--select", metavar="CODES",
-                                                     help="Report only these rules: codes or prefixes, comma-separated "
-                                                     "(KL4,KL101); replaces the project's select setting.")] = None,
-    ignore: Annotated[list[str] | None, typer.Option("--ignore", metavar="CODES",
-                                                     help="Never report these rules (codes or prefixes, "
-                                                     "comma-separated); adds to the project's ignore setting.")] = None,
+    include_dir: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--include-dir",
+            "-I",
+            metavar="DIR",
+            help="Add an include folder for nvcc (repeatable; after "
+            "compile_commands.json's and the include_dirs setting's).",
+        ),
+    ] = None,
+    define: Annotated[
+        list[str] | None,
+        typer.Option("--define", "-D", metavar="NAME[=VALUE]", help="Define a macro for nvcc (repeatable)."),
+    ] = None,
+    select: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--select",
+            metavar="CODES",
+            help="Report only these rules: codes or prefixes, comma-separated "
+            "(KL4,KL101); replaces the project's select setting.",
+        ),
+    ] = None,
+    ignore: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ignore",
+            metavar="CODES",
+            help="Never report these rules (codes or prefixes, "
+            "comma-separated); adds to the project's ignore setting.",
+        ),
+    ] = None,
 ) -> None:
     """Report static findings (registers, spills, occupancy, hazards) for CUDA files.
 
@@ -141,20 +188,35 @@ def check(
     from kernellsp.rules.engine import RuleError, load_rules
 
     settings = _settings(Path(paths[0]) if paths else Path.cwd(), gpu_host)
-    origin = f"--arch {arch}" if arch else f"the arch setting {settings.arch!r} (kernellsp.toml [settings] or KERNELLSP_ARCH)"
+    origin = (
+        f"--arch {arch}"
+        if arch
+        else f"the arch setting {settings.arch!r} (kernellsp.toml [settings] or KERNELLSP_ARCH)"
+    )
     arch = normalise_arch(arch or settings.arch)
     problem = arch_problem(arch)
     if problem is not None:
         raise _fail(f"{origin}: {problem}")
     anchor = Path(paths[0]) if paths else Path.cwd()
-    flags, selection = _project_options(anchor, settings, include_dir or [], define or [], select, ignore or [])
-    options = CheckOptions(arch=arch, build_timeout_s=settings.build_timeout_s, use_cache=not no_cache, build=not no_build,
-                           jobs=jobs, flags=flags, selection=selection)  # fmt: skip
+    flags, selection = _project_options(
+        anchor, settings, include_dir or [], define or [], select, ignore or []
+    )
+    options = CheckOptions(
+        arch=arch,
+        build_timeout_s=settings.build_timeout_s,
+        use_cache=not no_cache,
+        build=not no_build,
+        jobs=jobs,
+        flags=flags,
+        selection=selection,
+    )
     interactive = err_console.is_terminal and output_format == OutputFormat.text
     try:
         if interactive:
             with err_console.status("checking…") as status:
-                report = check_paths(paths, options, progress=lambda d, t, p: status.update(f"checked {d}/{t}: {p}"))
+                report = check_paths(
+                    paths, options, progress=lambda d, t, p: status.update(f"checked {d}/{t}: {p}")
+                )
         else:
             report = check_paths(paths, options)
     except CheckError as exc:
@@ -195,8 +257,14 @@ def check(
     raise typer.Exit(0)
 
 
-def _project_options(anchor: Path, settings: Settings, include_dirs: list[str], defines: list[str],
-                     select: list[str] | None, ignore: list[str]) -> tuple[Any, Any]:  # fmt: skip
+def _project_options(
+    anchor: Path,
+    settings: Settings,
+    include_dirs: list[str],
+    defines: list[str],
+    select: list[str] | None,
+    ignore: list[str],
+) -> tuple[Any, Any]:
     """The build flags and the rule selection for ``anchor``'s workspace (settings, then -I/-D/--select/--ignore);
     a bad flag or a code that names no rule is a usage error."""
     from kernellsp.check import CheckError, project_options
@@ -249,8 +317,15 @@ def _no_runner(message: str) -> Any:
         def get(self, workdir: str, rel_paths: list[str], dest: Path) -> list[Path]:
             raise self._refuse()
 
-        def run(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None = None,
-                env: dict[str, str] | None = None, gpu_lock: bool = False) -> RunResult:  # fmt: skip
+        def run(
+            self,
+            argv: list[str],
+            workdir: str,
+            timeout_s: float,
+            cancel: threading.Event | None = None,
+            env: dict[str, str] | None = None,
+            gpu_lock: bool = False,
+        ) -> RunResult:
             raise self._refuse()
 
         def which(self, tool: str) -> str | None:
@@ -281,8 +356,15 @@ def _make_runner(settings: Settings, job: str = "a kernellsp command") -> tuple[
     return runner, problem
 
 
-def _add_profile_findings(report: object, paths: list[Path], settings: Settings, arch: str, deep: bool,
-                          no_cache: bool, interactive: bool) -> None:  # fmt: skip
+def _add_profile_findings(
+    report: object,
+    paths: list[Path],
+    settings: Settings,
+    arch: str,
+    deep: bool,
+    no_cache: bool,
+    interactive: bool,
+) -> None:
     from kernellsp.check import CheckReport
     from kernellsp.profile.ncu import ProfileOptions, profile_to_findings_for_check
     from kernellsp.rules.engine import load_rules
@@ -299,7 +381,12 @@ def _add_profile_findings(report: object, paths: list[Path], settings: Settings,
     if interactive:
         with err_console.status("profiling…") as status:
             outcomes, notes = profile_to_findings_for_check(
-                files, runner, opts, ruleset, progress=lambda m, _p: status.update(f"profiling: {m}"))  # type: ignore[arg-type]
+                files,
+                runner,  # type: ignore[arg-type]
+                opts,
+                ruleset,
+                progress=lambda m, _p: status.update(f"profiling: {m}"),
+            )
     else:
         outcomes, notes = profile_to_findings_for_check(files, runner, opts, ruleset)  # type: ignore[arg-type]
     report.notes.extend(notes)
@@ -313,19 +400,39 @@ def _add_profile_findings(report: object, paths: list[Path], settings: Settings,
 
 @app.command("profile")
 def profile_cmd(
-    file: Annotated[Path, typer.Argument(help="A CUDA file with launch specs (or a main()).", show_default=False)],
-    kernel: Annotated[list[str] | None, typer.Option("--kernel", "-k", help="Only these spec'd entries.")] = None,
-    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="text or json.")] = OutputFormat.text,
+    file: Annotated[
+        Path, typer.Argument(help="A CUDA file with launch specs (or a main()).", show_default=False)
+    ],
+    kernel: Annotated[
+        list[str] | None, typer.Option("--kernel", "-k", help="Only these spec'd entries.")
+    ] = None,
+    output_format: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="text or json.")
+    ] = OutputFormat.text,
     gpu_host: Annotated[str | None, typer.Option("--gpu-host", help="Profile on user@host over ssh.")] = None,
-    deep: Annotated[bool, typer.Option("--deep", help="Use the deep section set (ncu --set full; slow).")] = False,
-    save_report: Annotated[Path | None, typer.Option("--save-report", help="Keep the .ncu-rep files here.")] = None,
-    arch: Annotated[str | None, typer.Option(help="Target architecture for the build (default: the `arch` "
-                                                  "setting, sm_90).")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Profile even if a cached result exists.")] = False,
+    deep: Annotated[
+        bool, typer.Option("--deep", help="Use the deep section set (ncu --set full; slow).")
+    ] = False,
+    save_report: Annotated[
+        Path | None, typer.Option("--save-report", help="Keep the .ncu-rep files here.")
+    ] = None,
+    arch: Annotated[
+        str | None,
+        typer.Option(help="Target architecture for the build (default: the `arch` setting, sm_90)."),
+    ] = None,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Profile even if a cached result exists.")
+    ] = False,
     top: Annotated[int, typer.Option(help="Findings to show per kernel.")] = 5,
-    html_out: Annotated[Path | None, typer.Option("--html", help="Also write the report as one self-contained HTML "
-                                                  "page: roofline chart, per-line stalls, findings (needs the "
-                                                  "'report' extra: plotly).")] = None,
+    html_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Also write the report as one self-contained HTML "
+            "page: roofline chart, per-line stalls, findings (needs the "
+            "'report' extra: plotly).",
+        ),
+    ] = None,
 ) -> None:
     """Profile FILE's kernels under Nsight Compute: duration, roofline position, bottleneck, findings, hot lines."""
     import json
@@ -350,14 +457,26 @@ def profile_cmd(
     assert isinstance(runner, Runner)
     root = find_workspace_root(file)
     ws_specs = load_workspace_specs(root)[0] if root else {}
-    opts = ProfileOptions.from_settings(settings, deep=deep, use_cache=not no_cache, save_report_dir=save_report,
-                                        kernels=kernel or None, **({"arch": arch} if arch else {}))  # fmt: skip
+    opts = ProfileOptions.from_settings(
+        settings,
+        deep=deep,
+        use_cache=not no_cache,
+        save_report_dir=save_report,
+        kernels=kernel or None,
+        **({"arch": arch} if arch else {}),
+    )
     interactive = err_console.is_terminal and output_format == OutputFormat.text
     try:
         if interactive:
             with err_console.status("profiling…") as status:
-                outcome = profile_file(file, text, runner, opts, ws_specs=ws_specs,
-                                       progress=lambda m, _p: status.update(f"profiling: {m}"))  # fmt: skip
+                outcome = profile_file(
+                    file,
+                    text,
+                    runner,
+                    opts,
+                    ws_specs=ws_specs,
+                    progress=lambda m, _p: status.update(f"profiling: {m}"),
+                )
         else:
             outcome = profile_file(file, text, runner, opts, ws_specs=ws_specs)
     except (ProfileError, RunnerError) as exc:
@@ -429,8 +548,10 @@ def _pick_entry(file: Path, text: str, kernel: str | None) -> str:
     if len(entries) == 1:
         return entries[0]
     if not entries:
-        raise _fail(f"{file}: no entry has a launch spec; add a /* kernellsp ... */ block above the kernel "
-                    "(the 'Add launch spec' code action drafts one)")  # fmt: skip
+        raise _fail(
+            f"{file}: no entry has a launch spec; add a /* kernellsp ... */ block above the kernel "
+            "(the 'Add launch spec' code action drafts one)"
+        )
     raise _fail(f"{file}: several spec'd entries ({', '.join(entries)}); pick one with --kernel")
 
 
@@ -456,7 +577,9 @@ class _LoopDisplay:
             err_console.print(f"  {self.cand}: {self.last}", markup=False, highlight=False)
         elif kind == "champion":
             self.best = float(e["speedup"])  # type: ignore[arg-type]
-            err_console.print(f"  new champion: {e['description']} ({self.best:.3f}x over the original)", markup=False)
+            err_console.print(
+                f"  new champion: {e['description']} ({self.best:.3f}x over the original)", markup=False
+            )
         elif kind == "proposer_error":
             err_console.print(f"  {e['proposer']}: {e['message']}", markup=False)
 
@@ -474,7 +597,9 @@ def _print_explain(file: Path, text: str, entry: str, json_out: bool) -> None:
 
     rows = explain(parse_source(text, str(file)), entry)
     if json_out:
-        typer.echo(json.dumps({"path": str(file), "entry": entry, "recipes": [r.to_dict() for r in rows]}, indent=2))
+        typer.echo(
+            json.dumps({"path": str(file), "entry": entry, "recipes": [r.to_dict() for r in rows]}, indent=2)
+        )
         return
     typer.echo(f"{file}:{entry}: {sum(r.matched for r in rows)} of {len(rows)} recipe checks match")
     for r in sorted(rows, key=lambda r: (not r.matched, r.kernel, r.recipe)):
@@ -488,27 +613,61 @@ def _print_explain(file: Path, text: str, entry: str, json_out: bool) -> None:
 
 @app.command()
 def optimize(
-    files: Annotated[list[Path], typer.Argument(help="A CUDA file with a launch spec (with --all: files and "
-                                                     "folders).", show_default=False)],
-    kernel: Annotated[str | None, typer.Option("--kernel", "-k", help="The spec'd entry to optimize.")] = None,
-    all_entries: Annotated[bool, typer.Option("--all", help="Optimize every spec'd entry of the given files and "
-                                              "folders (across the pool with runner = pool) and print a summary "
-                                              "table; --html writes the table as a page.")] = False,
-    apply: Annotated[bool, typer.Option("--apply", help="Write the verified winner (a backup is kept).")] = False,
-    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="text or json.")] = OutputFormat.text,
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="A CUDA file with a launch spec (with --all: files and folders).", show_default=False
+        ),
+    ],
+    kernel: Annotated[
+        str | None, typer.Option("--kernel", "-k", help="The spec'd entry to optimize.")
+    ] = None,
+    all_entries: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Optimize every spec'd entry of the given files and "
+            "folders (across the pool with runner = pool) and print a summary "
+            "table; --html writes the table as a page.",
+        ),
+    ] = False,
+    apply: Annotated[
+        bool, typer.Option("--apply", help="Write the verified winner (a backup is kept).")
+    ] = False,
+    output_format: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="text or json.")
+    ] = OutputFormat.text,
     json_out: Annotated[bool, typer.Option("--json", hidden=True, help="The same as --format json.")] = False,
     rounds: Annotated[int | None, typer.Option(min=1, help="Rounds of proposals.")] = None,
     candidates: Annotated[int | None, typer.Option(min=1, help="Candidates per round.")] = None,
-    proposer: Annotated[str, typer.Option(help="auto (recipes, then the LLM if configured, then the tuner), "
-                                               "recipes, tuner or llm.")] = "auto",
-    explain: Annotated[bool, typer.Option("--explain", help="List every recipe as matched (with its binding) or "
-                                          "declined (with the reason) and exit; needs no GPU.")] = False,
-    min_gain: Annotated[float | None, typer.Option(help="Minimum verified gain in percent (default 2).")] = None,
+    proposer: Annotated[
+        str,
+        typer.Option(
+            help="auto (recipes, then the LLM if configured, then the tuner), recipes, tuner or llm."
+        ),
+    ] = "auto",
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            help="List every recipe as matched (with its binding) or "
+            "declined (with the reason) and exit; needs no GPU.",
+        ),
+    ] = False,
+    min_gain: Annotated[
+        float | None, typer.Option(help="Minimum verified gain in percent (default 2).")
+    ] = None,
     seeds: Annotated[int, typer.Option(min=1, help="Input seeds for the correctness gate.")] = 3,
     gpu_host: Annotated[str | None, typer.Option("--gpu-host", help="Run on user@host over ssh.")] = None,
-    html_out: Annotated[Path | None, typer.Option("--html", help="Write the profile report of the baseline and "
-                                                  "the winner on one roofline chart (profiles both; needs the "
-                                                  "'report' extra: plotly).")] = None,
+    html_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Write the profile report of the baseline and "
+            "the winner on one roofline chart (profiles both; needs the "
+            "'report' extra: plotly).",
+        ),
+    ] = None,
 ) -> None:
     """Propose rewrites, verify each (scope, correctness, sanitizer, timing) and keep only a proven winner."""
     import json
@@ -534,10 +693,14 @@ def optimize(
         raise _fail(f"--proposer {proposer}: expected auto, recipes, tuner or llm")
     if all_entries:
         if kernel or apply or explain:
-            raise _fail("--all optimizes every spec'd entry and writes no file: drop --kernel, --apply and --explain")
+            raise _fail(
+                "--all optimizes every spec'd entry and writes no file: drop --kernel, --apply and --explain"
+            )
         _optimize_all(files, json_out, html_out, proposer, rounds, candidates, min_gain, seeds, gpu_host)
     if len(files) != 1:
-        raise _fail(f"optimize takes one file ({len(files)} given); to optimize every entry of several, add --all")
+        raise _fail(
+            f"optimize takes one file ({len(files)} given); to optimize every entry of several, add --all"
+        )
     file = files[0]
     text = _read_cuda(file)
     entry = _pick_entry(file, text, kernel)
@@ -561,22 +724,42 @@ def optimize(
 
     findings = check_text(file, text, CheckOptions(), ruleset).findings
     opts = OptimizeOptions(
-        rounds=rounds or settings.optimize_rounds, candidates=candidates or settings.optimize_candidates,
+        rounds=rounds or settings.optimize_rounds,
+        candidates=candidates or settings.optimize_candidates,
         min_gain_pct=settings.min_gain_pct if min_gain is None else min_gain,
         verify=VerifyOptions(seeds=seeds),
-    )  # fmt: skip
+    )
     cancel = threading.Event()
     interactive = err_console.is_terminal and not json_out
     try:
         if interactive:
             with err_console.status("optimizing…") as status:
                 disp = _LoopDisplay(status)
-                result = run_optimize(file, text, entry, runner, proposers, opts, findings, cancel=cancel,
-                                      progress=disp.progress, on_event=disp.event)  # fmt: skip
+                result = run_optimize(
+                    file,
+                    text,
+                    entry,
+                    runner,
+                    proposers,
+                    opts,
+                    findings,
+                    cancel=cancel,
+                    progress=disp.progress,
+                    on_event=disp.event,
+                )
         else:
             disp = _LoopDisplay(None)
-            result = run_optimize(file, text, entry, runner, proposers, opts, findings, cancel=cancel,
-                                  on_event=disp.event if not json_out else None)  # fmt: skip
+            result = run_optimize(
+                file,
+                text,
+                entry,
+                runner,
+                proposers,
+                opts,
+                findings,
+                cancel=cancel,
+                on_event=disp.event if not json_out else None,
+            )
     except KeyboardInterrupt:
         cancel.set()
         raise _fail("interrupted: no file was changed", 130) from None
@@ -610,8 +793,17 @@ def optimize(
     raise typer.Exit(0 if result.accepted else 1)
 
 
-def _optimize_all(paths: list[Path], json_out: bool, html_out: Path | None, proposer: str, rounds: int | None,
-                  candidates: int | None, min_gain: float | None, seeds: int, gpu_host: str | None) -> None:  # fmt: skip
+def _optimize_all(
+    paths: list[Path],
+    json_out: bool,
+    html_out: Path | None,
+    proposer: str,
+    rounds: int | None,
+    candidates: int | None,
+    min_gain: float | None,
+    seeds: int,
+    gpu_host: str | None,
+) -> None:
     """``optimize PATH... --all``: every spec'd entry, side by side on the pool (one by one otherwise), then the
     summary table (text, JSON, and an HTML page with --html). Exit 0 when any entry got a verified rewrite."""
     import threading
@@ -636,7 +828,9 @@ def _optimize_all(paths: list[Path], json_out: bool, html_out: Path | None, prop
     for n in notes + more:
         err_console.print(f"note: {n}", markup=False)
     if not jobs:
-        raise _fail("no spec'd entry in the given paths: add a /* kernellsp ... */ launch spec above a kernel")
+        raise _fail(
+            "no spec'd entry in the given paths: add a /* kernellsp ... */ launch spec above a kernel"
+        )
     if html_out is not None:
         _check_html_target(html_out)
     settings = _settings(paths[0], gpu_host)
@@ -646,7 +840,9 @@ def _optimize_all(paths: list[Path], json_out: bool, html_out: Path | None, prop
     assert isinstance(runner, Runner)
     ruleset = load_rules(find_workspace_root(paths[0]))
     try:
-        default_proposers(settings, ruleset, proposer)  # a bad --proposer or LLM setting fails before any work
+        default_proposers(
+            settings, ruleset, proposer
+        )  # a bad --proposer or LLM setting fails before any work
     except (OptimizeError, ProposerError) as exc:
         raise _fail(str(exc)) from None
     findings_of: dict[Path, list[Any]] = {}
@@ -660,9 +856,13 @@ def _optimize_all(paths: list[Path], json_out: bool, html_out: Path | None, prop
 
     def options(_job: Any) -> OptimizeOptions:
         n = candidates or settings.optimize_candidates
-        return OptimizeOptions(rounds=rounds or settings.optimize_rounds, candidates=n, parallel=n,
-                               min_gain_pct=settings.min_gain_pct if min_gain is None else min_gain,
-                               verify=VerifyOptions(seeds=seeds))  # fmt: skip
+        return OptimizeOptions(
+            rounds=rounds or settings.optimize_rounds,
+            candidates=n,
+            parallel=n,
+            min_gain_pct=settings.min_gain_pct if min_gain is None else min_gain,
+            verify=VerifyOptions(seeds=seeds),
+        )
 
     done = [0]
 
@@ -670,22 +870,41 @@ def _optimize_all(paths: list[Path], json_out: bool, html_out: Path | None, prop
         with lock:
             done[0] += 1
             sp = f" {o.speedup:.2f}x" if o.speedup else ""
-            err_console.print(f"[{done[0]}/{len(jobs)}] {o.path}:{o.entry}: {o.verdict}{sp} ({o.wall_s:.0f} s)",
-                              markup=False)  # fmt: skip
+            err_console.print(
+                f"[{done[0]}/{len(jobs)}] {o.path}:{o.entry}: {o.verdict}{sp} ({o.wall_s:.0f} s)",
+                markup=False,
+            )
 
     cancel = threading.Event()
     t0 = time.monotonic()
     try:
         if err_console.is_terminal and not json_out:
             with err_console.status("optimizing…") as status:
+
                 def progress(job: Any, m: str) -> None:
                     status.update(f"{done[0]}/{len(jobs)} done | {job.path.name}:{job.entry}: {m}")
 
-                outcomes = fanout.optimize_all(jobs, runner, lambda _j: default_proposers(settings, ruleset, proposer),
-                                               options, findings, cancel, progress, on_done)  # fmt: skip
+                outcomes = fanout.optimize_all(
+                    jobs,
+                    runner,
+                    lambda _j: default_proposers(settings, ruleset, proposer),
+                    options,
+                    findings,
+                    cancel,
+                    progress,
+                    on_done,
+                )
         else:
-            outcomes = fanout.optimize_all(jobs, runner, lambda _j: default_proposers(settings, ruleset, proposer),
-                                           options, findings, cancel, None, on_done)  # fmt: skip
+            outcomes = fanout.optimize_all(
+                jobs,
+                runner,
+                lambda _j: default_proposers(settings, ruleset, proposer),
+                options,
+                findings,
+                cancel,
+                None,
+                on_done,
+            )
     except KeyboardInterrupt:
         cancel.set()
         raise _fail("interrupted: no file was changed", 130) from None
@@ -721,20 +940,28 @@ def _optimize_html(path: Path, file: Path, entry: str, result: Any, runner: Any,
         except (ProfileError, RunnerError) as exc:
             err_console.print(f"note: no HTML report: profiling the {label} failed: {exc}", markup=False)
             return
-    verdict = f"verified {result.final.message}" if result.accepted and result.final else "no verified improvement"
+    verdict = (
+        f"verified {result.final.message}" if result.accepted and result.final else "no verified improvement"
+    )
     _write_html(path, runs, f"kernellsp optimize: {file.name}:{entry} ({verdict})")
 
 
 @app.command()
 def verify(
-    file: Annotated[Path, typer.Argument(help="The baseline CUDA file (with a launch spec).", show_default=False)],
+    file: Annotated[
+        Path, typer.Argument(help="The baseline CUDA file (with a launch spec).", show_default=False)
+    ],
     candidate: Annotated[Path, typer.Option("--candidate", "-c", help="The rewrite to check.")],
     kernel: Annotated[str | None, typer.Option("--kernel", "-k", help="The spec'd entry.")] = None,
-    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="text or json.")] = OutputFormat.text,
+    output_format: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="text or json.")
+    ] = OutputFormat.text,
     json_out: Annotated[bool, typer.Option("--json", hidden=True, help="The same as --format json.")] = False,
     seeds: Annotated[int, typer.Option(min=1, help="Input seeds for the correctness gate.")] = 3,
-    min_gain: Annotated[float | None, typer.Option(help="Minimum verified gain in percent (default: the "
-                                                        "`min_gain_pct` setting, 2).")] = None,
+    min_gain: Annotated[
+        float | None,
+        typer.Option(help="Minimum verified gain in percent (default: the `min_gain_pct` setting, 2)."),
+    ] = None,
     gpu_host: Annotated[str | None, typer.Option("--gpu-host", help="Run on user@host over ssh.")] = None,
     evidence: Annotated[Path | None, typer.Option(help="Write the evidence bundle here.")] = None,
 ) -> None:
@@ -761,10 +988,19 @@ def verify(
     try:
         if err_console.is_terminal and not json_out:
             with err_console.status("verifying…") as status:
-                v = run_verify(file, text, ctext, entry, runner, VerifyOptions(seeds=seeds, min_gain_pct=min_gain),
-                               progress=lambda m, _p: status.update(m))  # fmt: skip
+                v = run_verify(
+                    file,
+                    text,
+                    ctext,
+                    entry,
+                    runner,
+                    VerifyOptions(seeds=seeds, min_gain_pct=min_gain),
+                    progress=lambda m, _p: status.update(m),
+                )
         else:
-            v = run_verify(file, text, ctext, entry, runner, VerifyOptions(seeds=seeds, min_gain_pct=min_gain))
+            v = run_verify(
+                file, text, ctext, entry, runner, VerifyOptions(seeds=seeds, min_gain_pct=min_gain)
+            )
     except (VerifyError, RunnerError) as exc:
         raise _fail(str(exc)) from None
     except Cancelled:
@@ -779,8 +1015,10 @@ def verify(
         if not env.get("gpu"):
             typer.echo(f"  decided before any GPU work (scope and launch checks), {v.seconds:.1f} s")
         else:
-            typer.echo(f"  on {env.get('gpu', '?')} (driver {env.get('driver', '?')}, nvcc {env.get('nvcc_version', '?')}, "
-                       f"ncu {env.get('ncu_version', '?')}), {v.seconds:.1f} s")  # fmt: skip
+            typer.echo(
+                f"  on {env.get('gpu', '?')} (driver {env.get('driver', '?')}, nvcc {env.get('nvcc_version', '?')}, "
+                f"ncu {env.get('ncu_version', '?')}), {v.seconds:.1f} s"
+            )
         box = env.get("sandbox")
         if isinstance(box, dict) and box.get("summary"):
             typer.echo(f"  {box['summary']}")
@@ -803,13 +1041,17 @@ def history(file: Annotated[Path | None, typer.Argument(help="Only this file.")]
     for r in recs:
         pred = f"{r['predicted_gain_pct']:.0f}%" if r.get("predicted_gain_pct") is not None else "-"
         meas = f"{r['measured_speedup']:.3f}x" if r.get("measured_speedup") else "-"
-        typer.echo(f"{r.get('time', '')} {r['file']}:{r['entry']} [{r.get('proposer')}] {r.get('description')}: "
-                   f"{r.get('verdict')} (predicted {pred}, measured {meas})")  # fmt: skip
+        typer.echo(
+            f"{r.get('time', '')} {r['file']}:{r['entry']} [{r.get('proposer')}] {r.get('description')}: "
+            f"{r.get('verdict')} (predicted {pred}, measured {meas})"
+        )
 
 
 @app.command()
-def replay(bundle: Annotated[Path, typer.Argument(help="An evidence bundle directory.")],
-           gpu_host: Annotated[str | None, typer.Option("--gpu-host", help="Run on user@host over ssh.")] = None) -> None:  # fmt: skip
+def replay(
+    bundle: Annotated[Path, typer.Argument(help="An evidence bundle directory.")],
+    gpu_host: Annotated[str | None, typer.Option("--gpu-host", help="Run on user@host over ssh.")] = None,
+) -> None:
     """Re-run a bundle's final verdict and compare it with the recorded one; exit 0 when they agree."""
     from kernellsp.optimize.loop import OptimizeError
     from kernellsp.optimize.loop import replay as run_replay
@@ -835,8 +1077,10 @@ def replay(bundle: Annotated[Path, typer.Argument(help="An evidence bundle direc
 
 
 @app.command("revert")
-def revert_cmd(file: Annotated[Path, typer.Argument(help="A file kernellsp rewrote with --apply.")],
-               force: Annotated[bool, typer.Option("--force", help="Restore even if the file changed since.")] = False) -> None:  # fmt: skip
+def revert_cmd(
+    file: Annotated[Path, typer.Argument(help="A file kernellsp rewrote with --apply.")],
+    force: Annotated[bool, typer.Option("--force", help="Restore even if the file changed since.")] = False,
+) -> None:
     """Restore the file from the backup kept by `optimize --apply`."""
     from kernellsp.optimize.loop import ApplyError, revert
 
@@ -882,7 +1126,7 @@ def rules_show(code: Annotated[str, typer.Argument(help="Rule code, e.g. KL101."
         f"  when:     {r.when}" if r.when else f"  emitter:  {r.emitter}",
         f"  message:  {r.message}",
         f"  fix:      {r.fix}",
-        f"  silence:  `// kernellsp: ignore[{r.code}]` on the line or the line above; ignore = [\"{r.code}\"] in "
+        f'  silence:  `// kernellsp: ignore[{r.code}]` on the line or the line above; ignore = ["{r.code}"] in '
         f"kernellsp.toml [settings]; --ignore {r.code}",
         f"  file:     {r.origin}",
         "",
@@ -934,7 +1178,6 @@ def settings_schema() -> None:
     typer.echo(json.dumps(section_schema(), indent=2))
 
 
-
 class LogLevel(StrEnum):
     debug = "debug"
     info = "info"
@@ -944,16 +1187,21 @@ class LogLevel(StrEnum):
 
 @app.command()
 def serve(
-    tcp: Annotated[bool, typer.Option("--tcp", help="Listen on TCP instead of stdio (for debugging).")] = False,
+    tcp: Annotated[
+        bool, typer.Option("--tcp", help="Listen on TCP instead of stdio (for debugging).")
+    ] = False,
     host: Annotated[str, typer.Option(help="Host to listen on with --tcp.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on with --tcp.")] = 2087,
-    log_file: Annotated[Path | None, typer.Option("--log-file", help="Write the server log here (default: stderr).")] = None,
+    log_file: Annotated[
+        Path | None, typer.Option("--log-file", help="Write the server log here (default: stderr).")
+    ] = None,
     log_level: Annotated[LogLevel, typer.Option("--log-level", help="Server log level.")] = LogLevel.info,
 ) -> None:
     """Run the language server (stdio by default; stdout carries only LSP messages)."""
     from kernellsp.lsp.main import run
 
     raise typer.Exit(run(tcp=tcp, host=host, port=port, log_file=log_file, log_level=log_level.value))
+
 
 def main() -> None:
     """Console-script entry: run the app; unexpected errors become one line and exit code 2."""
@@ -967,6 +1215,9 @@ def main() -> None:
     except Exception as exc:  # the last line of defence: never a traceback for users
         if os.environ.get("KERNELLSP_DEBUG"):
             raise
-        err_console.print(f"kernellsp: internal error: {type(exc).__name__}: {exc} "
-                          "(set KERNELLSP_DEBUG=1 for the traceback and please report it)", markup=False)  # fmt: skip
+        err_console.print(
+            f"kernellsp: internal error: {type(exc).__name__}: {exc} "
+            "(set KERNELLSP_DEBUG=1 for the traceback and please report it)",
+            markup=False,
+        )
         sys.exit(2)

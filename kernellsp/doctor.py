@@ -33,7 +33,9 @@ class Check:
 def _tool(name: str, purpose: str, required: bool = False) -> Check:
     path = toolchain.find_tool(name)
     if path is None:
-        return Check(name, "missing", f"not found ({purpose})", toolchain.INSTALL_HINTS.get(name, ""), required)
+        return Check(
+            name, "missing", f"not found ({purpose})", toolchain.INSTALL_HINTS.get(name, ""), required
+        )
     ver = toolchain.tool_version(name)
     return Check(name, "ok", f"{path}" + (f" ({ver})" if ver else ""), "", required)
 
@@ -42,17 +44,25 @@ def counter_permission() -> Check:
     """Whether non-root users may read GPU performance counters (ERR_NVGPUCTRPERM otherwise)."""
     params = Path("/proc/driver/nvidia/params")
     if not params.is_file():
-        return Check("gpu counters", "missing", "no NVIDIA driver on this host",
-                     "profile on a GPU host (--gpu-host user@host) or install the driver")  # fmt: skip
+        return Check(
+            "gpu counters",
+            "missing",
+            "no NVIDIA driver on this host",
+            "profile on a GPU host (--gpu-host user@host) or install the driver",
+        )
     try:
         text = params.read_text()
     except OSError as exc:
         return Check("gpu counters", "warn", f"cannot read {params}: {exc}")
     admin_only = any(line.strip() == "RmProfilingAdminOnly: 1" for line in text.splitlines())
     if admin_only and os.geteuid() != 0:
-        return Check("gpu counters", "missing", "restricted to administrators (RmProfilingAdminOnly: 1)",
-                     "run as root, or set NVreg_RestrictProfilingToAdminUsers=0 for the nvidia module "
-                     "(https://developer.nvidia.com/ERR_NVGPUCTRPERM)")  # fmt: skip
+        return Check(
+            "gpu counters",
+            "missing",
+            "restricted to administrators (RmProfilingAdminOnly: 1)",
+            "run as root, or set NVreg_RestrictProfilingToAdminUsers=0 for the nvidia module "
+            "(https://developer.nvidia.com/ERR_NVGPUCTRPERM)",
+        )
     return Check("gpu counters", "ok", "readable" + (" (as root)" if admin_only else ""))
 
 
@@ -77,22 +87,39 @@ def run_checks(workspace: Path | None = None) -> list[Check]:
 
         checks.append(Check("ncu-report", "ok", "Python reader for .ncu-rep files is installed"))
     except ImportError:
-        checks.append(Check("ncu-report", "missing", "cannot read Nsight Compute reports",
-                            "pip install ncu-report"))  # fmt: skip
+        checks.append(
+            Check("ncu-report", "missing", "cannot read Nsight Compute reports", "pip install ncu-report")
+        )
     try:
         settings: Settings | None = load_settings(workspace)
     except SettingsError as exc:
         settings = None
-        checks.append(Check("settings", "missing", str(exc), "correct the file or the setting named above", required=True))
+        checks.append(
+            Check(
+                "settings", "missing", str(exc), "correct the file or the setting named above", required=True
+            )
+        )
     if settings is not None:
         llm = settings.llm
         if not llm.configured:
-            checks.append(Check("llm", "warn", "no endpoint configured: rewrites come from the built-in tuner",
-                                "set llm.base_url and llm.model in kernellsp.toml [settings] or "
-                                "KERNELLSP_LLM_BASE_URL / KERNELLSP_LLM_MODEL"))  # fmt: skip
+            checks.append(
+                Check(
+                    "llm",
+                    "warn",
+                    "no endpoint configured: rewrites come from the built-in tuner",
+                    "set llm.base_url and llm.model in kernellsp.toml [settings] or "
+                    "KERNELLSP_LLM_BASE_URL / KERNELLSP_LLM_MODEL",
+                )
+            )
         elif not os.environ.get(llm.api_key_env):
-            checks.append(Check("llm", "warn", f"{llm.model} at {llm.base_url}, but ${llm.api_key_env} is not set",
-                                f"export {llm.api_key_env}=... (or set llm.api_key_env to the variable that holds the key)"))  # fmt: skip
+            checks.append(
+                Check(
+                    "llm",
+                    "warn",
+                    f"{llm.model} at {llm.base_url}, but ${llm.api_key_env} is not set",
+                    f"export {llm.api_key_env}=... (or set llm.api_key_env to the variable that holds the key)",
+                )
+            )
         else:
             checks.append(Check("llm", "ok", f"{llm.model} at {llm.base_url} (key in ${llm.api_key_env})"))
         problem = toolchain.arch_problem(settings.arch)
@@ -100,9 +127,16 @@ def run_checks(workspace: Path | None = None) -> list[Check]:
             checks.append(Check("arch", "ok", toolchain.normalise_arch(settings.arch), required=True))
         else:
             origin = "KERNELLSP_ARCH" if os.environ.get("KERNELLSP_ARCH") else "the arch setting"
-            checks.append(Check("arch", "missing", f"{origin} {settings.arch!r}: {problem}",
-                                "set arch (kernellsp.toml [settings], KERNELLSP_ARCH or the editor's kernellsp.arch) "
-                                "to one nvcc builds, e.g. sm_90", required=True))  # fmt: skip
+            checks.append(
+                Check(
+                    "arch",
+                    "missing",
+                    f"{origin} {settings.arch!r}: {problem}",
+                    "set arch (kernellsp.toml [settings], KERNELLSP_ARCH or the editor's kernellsp.arch) "
+                    "to one nvcc builds, e.g. sm_90",
+                    required=True,
+                )
+            )
         runner = settings.runner if not settings.gpu_host else f"ssh {settings.gpu_host}"
         checks.append(Check("runner", "ok", runner))
         if settings.runner == "pool":
@@ -137,8 +171,12 @@ def sandbox_checks(gpu_host: str | None = None) -> list[Check]:
         if status.confined:
             out.append(Check(name, "ok", status.describe()))
         else:
-            fix = ("" if status.mode == "off" else "install bubblewrap on the runner host (apt-get install bubblewrap) "
-                   "and allow unprivileged user namespaces; ") + "KERNELLSP_SANDBOX=require refuses to run unconfined"  # fmt: skip
+            fix = (
+                ""
+                if status.mode == "off"
+                else "install bubblewrap on the runner host (apt-get install bubblewrap) "
+                "and allow unprivileged user namespaces; "
+            ) + "KERNELLSP_SANDBOX=require refuses to run unconfined"
             out.append(Check(name, "warn", status.describe(), fix))
     return out
 
@@ -148,8 +186,15 @@ def pool_checks(settings: Settings) -> list[Check]:
     try:
         from kernellsp.run import pool as poolmod
     except ImportError as exc:
-        return [Check("pool", "missing", f"runner = pool, but Dask is not installed ({exc.name})",
-                      "pip install 'kernellsp[cluster]'", required=True)]  # fmt: skip
+        return [
+            Check(
+                "pool",
+                "missing",
+                f"runner = pool, but Dask is not installed ({exc.name})",
+                "pip install 'kernellsp[cluster]'",
+                required=True,
+            )
+        ]
     p = settings.pool
     pool = poolmod.Pool(p.scheduler, list(p.gpus), p.gpu_model, connect_timeout_s=p.connect_timeout_s)
     try:
@@ -160,11 +205,16 @@ def pool_checks(settings: Settings) -> list[Check]:
     pool.close()
     usable = [w for w in workers if w.gpu is not None]
     models = sorted({w.gpu.name for w in usable if w.gpu is not None})
-    head = Check("pool", "ok" if usable else "missing",
-                 f"{pool.label}" + (f" [{pool.cluster_kind}]" if pool.cluster_kind else "")
-                 + f": {len(workers)} workers, {len(usable)} with a GPU" + (f" ({', '.join(models)})" if models else ""),
-                 "" if usable else "start dask-cuda-worker SCHEDULER-ADDRESS on each GPU host (docs/cluster.md)",
-                 required=True)  # fmt: skip
+    head = Check(
+        "pool",
+        "ok" if usable else "missing",
+        f"{pool.label}"
+        + (f" [{pool.cluster_kind}]" if pool.cluster_kind else "")
+        + f": {len(workers)} workers, {len(usable)} with a GPU"
+        + (f" ({', '.join(models)})" if models else ""),
+        "" if usable else "start dask-cuda-worker SCHEDULER-ADDRESS on each GPU host (docs/cluster.md)",
+        required=True,
+    )
     out = [head]
     for line in poolmod.describe_workers(workers):
         bad = line.startswith("warning:") or ": no GPU:" in line

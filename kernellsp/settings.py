@@ -53,13 +53,13 @@ class PoolSettings(BaseModel):
 
     scheduler: str = Field(
         default="local",
-        description="The Dask scheduler of the pool: \"local\" starts one worker per GPU of this host (dask-cuda's "
+        description='The Dask scheduler of the pool: "local" starts one worker per GPU of this host (dask-cuda\'s '
         "LocalCUDACluster), or an address such as tcp://gpu-head:8786 (dask-cuda-worker on each GPU host, or "
         "dask-jobqueue on Slurm/PBS). Needs pip install 'kernellsp[cluster]'.",
     )
     gpus: list[str] = Field(
         default_factory=list,
-        description="For scheduler \"local\": the GPUs to start workers on, as indices or UUIDs (empty: every GPU "
+        description='For scheduler "local": the GPUs to start workers on, as indices or UUIDs (empty: every GPU '
         "of this host). A cluster at an address uses the workers it has.",
     )
     gpu_model: str | None = Field(
@@ -68,7 +68,9 @@ class PoolSettings(BaseModel):
         "most workers. Verdicts are only ever compared between GPUs of one model.",
     )
     connect_timeout_s: float = Field(
-        default=60.0, gt=0, description="How long to wait for the scheduler and its first GPU worker, seconds."
+        default=60.0,
+        gt=0,
+        description="How long to wait for the scheduler and its first GPU worker, seconds.",
     )
 
 
@@ -146,7 +148,7 @@ class Settings(BaseModel):
         default=None,
         description="Path of the compile_commands.json to read include folders and defines from (relative to the "
         "workspace root); unset: the nearest compile_commands.json (or build/compile_commands.json) above the file, "
-        "as clangd finds it; \"none\": do not read one.",
+        'as clangd finds it; "none": do not read one.',
     )
     select: list[str] = Field(
         default_factory=list,
@@ -213,8 +215,11 @@ def _env_layer() -> dict[str, Any]:
     if env.get("KERNELLSP_POOL_SCHEDULER"):
         layer["pool"] = {"scheduler": env["KERNELLSP_POOL_SCHEDULER"]}
     llm: dict[str, Any] = {}
-    for key, name in (("base_url", "KERNELLSP_LLM_BASE_URL"), ("model", "KERNELLSP_LLM_MODEL"),
-                      ("api_key_env", "KERNELLSP_LLM_API_KEY_ENV")):  # fmt: skip
+    for key, name in (
+        ("base_url", "KERNELLSP_LLM_BASE_URL"),
+        ("model", "KERNELLSP_LLM_MODEL"),
+        ("api_key_env", "KERNELLSP_LLM_API_KEY_ENV"),
+    ):
         if env.get(name):
             llm[key] = env[name]
     if llm:

@@ -29,7 +29,9 @@ def _isolated_cache(monkeypatch: pytest.MonkeyPatch, session_cache_dir: Path) ->
     toolchain.reset()
 
 
-requires_nvcc = pytest.mark.skipif(toolchain.find_tool("nvcc") is None, reason="nvcc (CUDA toolkit) is not installed")
+requires_nvcc = pytest.mark.skipif(
+    toolchain.find_tool("nvcc") is None, reason="nvcc (CUDA toolkit) is not installed"
+)
 
 
 # --- sshd for tests/test_runner_ssh.py (the server itself: tests/sshd.py) ---

@@ -86,10 +86,16 @@ __global__ void vector_add(const float* a, const float* b, float* c, long n)
 }"""
 
 
-def candidate(code: str, description: str, launch: Any = None, rules: list[str] | None = None,
-              gain: float = 5.0) -> dict[str, Any]:  # fmt: skip
-    return {"description": description, "rules": rules if rules is not None else ["KL405"],
-            "predicted_gain_pct": gain, "launch": launch, "code": code}  # fmt: skip
+def candidate(
+    code: str, description: str, launch: Any = None, rules: list[str] | None = None, gain: float = 5.0
+) -> dict[str, Any]:
+    return {
+        "description": description,
+        "rules": rules if rules is not None else ["KL405"],
+        "predicted_gain_pct": gain,
+        "launch": launch,
+        "code": code,
+    }
 
 
 def answer(*cands: dict[str, Any]) -> str:
@@ -98,8 +104,12 @@ def answer(*cands: dict[str, Any]) -> str:
 
 GOOD_CANDIDATES = (
     candidate(GRID_STRIDE, "const __restrict__ inputs and a grid-stride loop"),
-    candidate(FLOAT4, "float4 loads and stores with a scalar tail", gain=12.0,
-              launch={"grid": "ceil_div(ceil_div(N, 4), BLOCK)", "block": "BLOCK", "smem": 0}),
+    candidate(
+        FLOAT4,
+        "float4 loads and stores with a scalar tail",
+        gain=12.0,
+        launch={"grid": "ceil_div(ceil_div(N, 4), BLOCK)", "block": "BLOCK", "smem": 0},
+    ),
 )
 
 
@@ -129,7 +139,9 @@ def content_for(behaviour: str) -> str:
 class FakeLlm:
     """The server; use as a context manager or call :meth:`start` / :meth:`stop`."""
 
-    def __init__(self, script: list[Any] | None = None, slow_s: float = 5.0, big_usage: int = 1_000_000) -> None:
+    def __init__(
+        self, script: list[Any] | None = None, slow_s: float = 5.0, big_usage: int = 1_000_000
+    ) -> None:
         self.queue: deque[Any] = deque(script or [])
         self.requests: list[dict[str, Any]] = []
         self.slow_s = slow_s
@@ -138,8 +150,9 @@ class FakeLlm:
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-llm", daemon=True)  # fmt: skip
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-llm", daemon=True
+        )
         self._counter = 0
 
     @property
@@ -190,18 +203,28 @@ class FakeLlm:
             "object": "chat.completion",
             "created": 1_700_000_000 + n,
             "model": body.get("model", MODEL),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                         "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion},
-        }  # fmt: skip
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        }
 
     def _respond(self, body: dict[str, Any], headers: Any) -> tuple[int, dict[str, Any] | bytes]:
         beh = self._next()
         prompt_tokens = sum(len(str(m.get("content", ""))) for m in body.get("messages", [])) // 4
         if beh is None:
-            return 500, {"error": {"message": "script exhausted: unexpected request", "type": "server_error",
-                                   "param": None, "code": None}}  # fmt: skip
+            return 500, {
+                "error": {
+                    "message": "script exhausted: unexpected request",
+                    "type": "server_error",
+                    "param": None,
+                    "code": None,
+                }
+            }
         if isinstance(beh, dict):
             usage = beh.get("usage") or (prompt_tokens, len(beh["content"]) // 4)
             payload = self._completion(body, beh["content"], tuple(usage))
@@ -213,13 +236,25 @@ class FakeLlm:
             payload["choices"] = []
             return 200, payload
         if beh == "echo_key":
-            return 401, {"error": {"message": f"invalid credentials: {headers.get('Authorization', '')}",
-                                   "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}}  # fmt: skip
+            return 401, {
+                "error": {
+                    "message": f"invalid credentials: {headers.get('Authorization', '')}",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "invalid_api_key",
+                }
+            }
         if beh == "broken_body":
             return 200, b'{"id": "chatcmpl-broken", "choices": [ {not json'
         if beh == "error":
-            return 500, {"error": {"message": "The server had an error while processing your request.",
-                                   "type": "server_error", "param": None, "code": None}}  # fmt: skip
+            return 500, {
+                "error": {
+                    "message": "The server had an error while processing your request.",
+                    "type": "server_error",
+                    "param": None,
+                    "code": None,
+                }
+            }
         if beh == "slow":
             self._stop.wait(self.slow_s)
         content = content_for(beh)
@@ -248,13 +283,31 @@ class FakeLlm:
                     pass  # the client gave up (timeout)
 
             def do_GET(self) -> None:
-                fake.requests.append({"method": "GET", "path": self.path, "headers": dict(self.headers), "body": None})
+                fake.requests.append(
+                    {"method": "GET", "path": self.path, "headers": dict(self.headers), "body": None}
+                )
                 if self.path.rstrip("/").endswith("/models"):
-                    self._send(200, {"object": "list", "data": [{"id": MODEL, "object": "model", "created": 0,
-                                                                 "owned_by": "kernellsp-tests"}]})  # fmt: skip
+                    self._send(
+                        200,
+                        {
+                            "object": "list",
+                            "data": [
+                                {"id": MODEL, "object": "model", "created": 0, "owned_by": "kernellsp-tests"}
+                            ],
+                        },
+                    )
                 else:
-                    self._send(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error",
-                                               "param": None, "code": None}})  # fmt: skip
+                    self._send(
+                        404,
+                        {
+                            "error": {
+                                "message": f"no route {self.path}",
+                                "type": "invalid_request_error",
+                                "param": None,
+                                "code": None,
+                            }
+                        },
+                    )
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -263,11 +316,21 @@ class FakeLlm:
                     body = json.loads(raw)
                 except json.JSONDecodeError:
                     body = {"_raw": raw.decode(errors="replace")}
-                fake.requests.append({"method": "POST", "path": self.path, "headers": dict(self.headers),
-                                      "body": body})  # fmt: skip
+                fake.requests.append(
+                    {"method": "POST", "path": self.path, "headers": dict(self.headers), "body": body}
+                )
                 if not self.path.rstrip("/").endswith("/chat/completions"):
-                    self._send(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error",
-                                               "param": None, "code": None}})  # fmt: skip
+                    self._send(
+                        404,
+                        {
+                            "error": {
+                                "message": f"no route {self.path}",
+                                "type": "invalid_request_error",
+                                "param": None,
+                                "code": None,
+                            }
+                        },
+                    )
                     return
                 status, payload = fake._respond(body, self.headers)  # case-insensitive .get
                 self._send(status, payload)

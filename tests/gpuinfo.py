@@ -13,8 +13,12 @@ import subprocess
 def local_gpu_name() -> str:
     """The first GPU's name from nvidia-smi, or ``""`` when there is none (or no driver)."""
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=60).stdout  # fmt: skip
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return ""
     lines = out.strip().splitlines()

@@ -36,10 +36,16 @@ from kernellsp.source.model import parse_source
 def fake_probe(worker_name: str, device: str | None) -> GpuInfo:
     """Workers named ``b…`` have a "Test GPU B" (sm_80); the others a "Test GPU A" (sm_90)."""
     if worker_name.startswith("b"):
-        return GpuInfo(index=worker_name, uuid=f"GPU-test-{worker_name}", name="Test GPU B", compute_cap="8.0",
-                       driver="test")  # fmt: skip
-    return GpuInfo(index=worker_name, uuid=f"GPU-test-{worker_name}", name="Test GPU A", compute_cap="9.0",
-                   driver="test")  # fmt: skip
+        return GpuInfo(
+            index=worker_name,
+            uuid=f"GPU-test-{worker_name}",
+            name="Test GPU B",
+            compute_cap="8.0",
+            driver="test",
+        )
+    return GpuInfo(
+        index=worker_name, uuid=f"GPU-test-{worker_name}", name="Test GPU A", compute_cap="9.0", driver="test"
+    )
 
 
 def simulated_speedup(baseline: str, candidate: str) -> float:
@@ -50,11 +56,22 @@ def simulated_speedup(baseline: str, candidate: str) -> float:
 
 
 def verify_until_gpu(
-    path: Path, baseline: str, candidate: str, entry: str, runner: Runner, options: VerifyOptions,
-    environment: dict[str, Any], cancel: threading.Event, progress: Any, *, build: bool = True,
-    gpu_seconds: float = 0.2, die_once: str | None = None, die_always: bool = False,
+    path: Path,
+    baseline: str,
+    candidate: str,
+    entry: str,
+    runner: Runner,
+    options: VerifyOptions,
+    environment: dict[str, Any],
+    cancel: threading.Event,
+    progress: Any,
+    *,
+    build: bool = True,
+    gpu_seconds: float = 0.2,
+    die_once: str | None = None,
+    die_always: bool = False,
     cancel_marker: str | None = None,
-) -> Verdict:  # fmt: skip
+) -> Verdict:
     """The gate up to its first GPU step, for real; then the stand-in GPU step (see the module's docstring)."""
     import distributed
 
@@ -68,10 +85,16 @@ def verify_until_gpu(
     if bspec is None:
         raise VerifyError(f"{entry} has no launch spec")
     cbound = spec.entry_spec(cmodel, entry)
-    plans = {"base": harness.plan_harness(bmodel, bspec.spec, entry),
-             "cand": harness.plan_harness(cmodel, cbound.spec if cbound else bspec.spec, entry)}  # fmt: skip
-    details: dict[str, Any] = {"arch": options.arch, "worker_pid": os.getpid(), "built": {},
-                               "includes_seen": sorted(p.name for p in path.parent.iterdir() if p != path)}  # fmt: skip
+    plans = {
+        "base": harness.plan_harness(bmodel, bspec.spec, entry),
+        "cand": harness.plan_harness(cmodel, cbound.spec if cbound else bspec.spec, entry),
+    }
+    details: dict[str, Any] = {
+        "arch": options.arch,
+        "worker_pid": os.getpid(),
+        "built": {},
+        "includes_seen": sorted(p.name for p in path.parent.iterdir() if p != path),
+    }
     if build:
         progress("building baseline and candidate", 5)
         wd = runner.new_workdir()
@@ -89,15 +112,30 @@ def verify_until_gpu(
             for who in ("base", "cand"):
                 own = sorted((k, v) for k, v in files.items() if k.startswith(f"{who}/"))
                 key = cache.digest(*(f"{k}\0{v.decode('utf-8', 'replace')}" for k, v in own))
-                res = build_harness(runner, f"{wd}/{who}", "harness.cu", f"h_{who}", options.arch,
-                                    list(plans[who].flags), nvcc=runner.require("nvcc"),
-                                    nvcc_version=environment.get("nvcc_version"), sources_key=key,
-                                    timeout_s=options.build_timeout_s, cancel=cancel)  # fmt: skip
+                res = build_harness(
+                    runner,
+                    f"{wd}/{who}",
+                    "harness.cu",
+                    f"h_{who}",
+                    options.arch,
+                    list(plans[who].flags),
+                    nvcc=runner.require("nvcc"),
+                    nvcc_version=environment.get("nvcc_version"),
+                    sources_key=key,
+                    timeout_s=options.build_timeout_s,
+                    cancel=cancel,
+                )
                 if res.returncode != 0:
                     if who == "base":
                         raise VerifyError(f"the baseline's harness does not build: {res.output[-300:]}")
-                    return Verdict("compile_error", False, f"the candidate does not compile: {res.output[-300:]}",
-                                   entry, details=details, environment=dict(environment))  # fmt: skip
+                    return Verdict(
+                        "compile_error",
+                        False,
+                        f"the candidate does not compile: {res.output[-300:]}",
+                        entry,
+                        details=details,
+                        environment=dict(environment),
+                    )
                 details["built"][who] = (Path(wd) / who / f"h_{who}").stat().st_size
         finally:
             runner.cleanup(wd)
@@ -114,11 +152,25 @@ def verify_until_gpu(
             raise Cancelled("stand-in GPU step")
         time.sleep(0.02)
     s = simulated_speedup(baseline, candidate)
-    stats = {"speedup": s, "baseline_median_ms": 1.0, "candidate_median_ms": 1.0 / s, "ci_low": s * 0.99,
-             "ci_high": s * 1.01, "confidence": 0.95, "rounds": 3}  # fmt: skip
+    stats = {
+        "speedup": s,
+        "baseline_median_ms": 1.0,
+        "candidate_median_ms": 1.0 / s,
+        "ci_low": s * 0.99,
+        "ci_high": s * 1.01,
+        "confidence": 0.95,
+        "rounds": 3,
+    }
     accepted = s >= 1 + options.min_gain_pct / 100
-    v = Verdict("accepted" if accepted else "not_faster", accepted, f"{s:.3f}x (stand-in)", entry, details=details,
-                stats=stats, environment=dict(environment),
-                timings={"rounds": {"base": [[1.0, 1.0, 1.0]], "cand": [[1 / s, 1 / s, 1 / s]]}})  # fmt: skip
+    v = Verdict(
+        "accepted" if accepted else "not_faster",
+        accepted,
+        f"{s:.3f}x (stand-in)",
+        entry,
+        details=details,
+        stats=stats,
+        environment=dict(environment),
+        timings={"rounds": {"base": [[1.0, 1.0, 1.0]], "cand": [[1 / s, 1 / s, 1 / s]]}},
+    )
     v.seconds = time.monotonic() - t0
     return v

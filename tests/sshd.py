@@ -59,7 +59,9 @@ def openssh() -> OpenSsh:
     if bundle:
         b = Path(bundle).resolve()
         if not (b / "bin" / "sshd").is_file():
-            raise SshdUnavailable(f"{BUNDLE_ENV}={bundle} holds no bin/sshd: make it with tests/ssh_bundle.sh")
+            raise SshdUnavailable(
+                f"{BUNDLE_ENV}={bundle} holds no bin/sshd: make it with tests/ssh_bundle.sh"
+            )
         return OpenSsh(b / "bin" / "sshd", str(b / "bin" / "ssh"), str(b / "bin" / "ssh-keygen"), b)
     return OpenSsh(SSHD, "ssh", "ssh-keygen")
 
@@ -88,7 +90,16 @@ class SshServer:
 
     def ssh_argv(self, *remote: str) -> list[str]:
         """A plain ``ssh`` command line (no connection sharing) for checks outside the runner."""
-        return [self.ssh, "-o", "BatchMode=yes", *self.options, "-p", str(self.port), f"{self.user}@127.0.0.1", *remote]
+        return [
+            self.ssh,
+            "-o",
+            "BatchMode=yes",
+            *self.options,
+            "-p",
+            str(self.port),
+            f"{self.user}@127.0.0.1",
+            *remote,
+        ]
 
     def client_wrapper(self, directory: Path) -> Path:
         """Write ``directory/ssh``: the client with this server's key and options, for PATH (what a user's
@@ -97,7 +108,9 @@ class SshServer:
         directory.mkdir(parents=True, exist_ok=True)
         client = shutil.which(self.ssh) or self.ssh
         wrapper = directory / "ssh"
-        wrapper.write_text("#!/bin/sh\nexec " + " ".join(shlex.quote(a) for a in [client, *self.options]) + ' "$@"\n')
+        wrapper.write_text(
+            "#!/bin/sh\nexec " + " ".join(shlex.quote(a) for a in [client, *self.options]) + ' "$@"\n'
+        )
         wrapper.chmod(0o755)
         return wrapper
 
@@ -122,13 +135,19 @@ def free_port() -> int:
 
 
 def _keygen(keygen: str, path: Path) -> None:
-    subprocess.run([keygen, "-q", "-t", "ed25519", "-N", "", "-C", "kernellsp-test", "-f", str(path)],
-                   check=True, capture_output=True, timeout=30)  # fmt: skip
+    subprocess.run(
+        [keygen, "-q", "-t", "ed25519", "-N", "", "-C", "kernellsp-test", "-f", str(path)],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
 
 
 def _without_sshd(path: str) -> str:
     """The lines of a passwd/group file, less any ``sshd`` entry, newline-terminated."""
-    return "".join(f"{ln}\n" for ln in Path(path).read_text().splitlines() if ln and not ln.startswith("sshd:"))
+    return "".join(
+        f"{ln}\n" for ln in Path(path).read_text().splitlines() if ln and not ln.startswith("sshd:")
+    )
 
 
 def _privsep_user_env(bundle: Path, tmp: Path) -> dict[str, str]:
@@ -145,16 +164,21 @@ def _privsep_user_env(bundle: Path, tmp: Path) -> dict[str, str]:
     passwd, group = tmp / "passwd", tmp / "group"
     passwd.write_text(_without_sshd("/etc/passwd") + f"sshd:x:{uid}:{uid}::/run/sshd:/usr/sbin/nologin\n")
     group.write_text(_without_sshd("/etc/group") + f"sshd:x:{uid}:\n")
-    return {"KERNELLSP_SSHD_PRELOAD": str(bundle / "lib" / "libnss_wrapper.so"),
-            "NSS_WRAPPER_PASSWD": str(passwd), "NSS_WRAPPER_GROUP": str(group)}  # fmt: skip
+    return {
+        "KERNELLSP_SSHD_PRELOAD": str(bundle / "lib" / "libnss_wrapper.so"),
+        "NSS_WRAPPER_PASSWD": str(passwd),
+        "NSS_WRAPPER_GROUP": str(group),
+    }
 
 
 def start_sshd(tmp: Path, timeout_s: float = 20.0) -> SshServer:
     """Start sshd in ``tmp``; raise :class:`SshdUnavailable` when this host cannot run one."""
     tools = openssh()
     if not tools.sshd.is_file():
-        raise SshdUnavailable(f"{tools.sshd} not found: install openssh-server (apt-get install -y openssh-server), "
-                              f"or set {BUNDLE_ENV} to a directory made by tests/ssh_bundle.sh")  # fmt: skip
+        raise SshdUnavailable(
+            f"{tools.sshd} not found: install openssh-server (apt-get install -y openssh-server), "
+            f"or set {BUNDLE_ENV} to a directory made by tests/ssh_bundle.sh"
+        )
     for tool in (tools.ssh, tools.keygen):
         if shutil.which(tool) is None:
             raise SshdUnavailable(f"{tool} not found: install openssh-client")
@@ -198,12 +222,38 @@ def start_sshd(tmp: Path, timeout_s: float = 20.0) -> SshServer:
         argv.append("-r")
         env.update(_privsep_user_env(tools.bundle, tmp))
     with open(log, "wb") as fh:
-        proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env=env)  # fmt: skip
-    options = ["-F", "/dev/null", "-i", str(client_key), "-o", "IdentitiesOnly=yes",
-               "-o", "UserKnownHostsFile=/dev/null", "-o", "StrictHostKeyChecking=no", "-o", "LogLevel=ERROR"]  # fmt: skip
-    server = SshServer(port=port, user=user, key=client_key, config=config, log=log, proc=proc, options=options,
-                       ssh=tools.ssh)  # fmt: skip
+        proc = subprocess.Popen(
+            argv,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
+        )
+    options = [
+        "-F",
+        "/dev/null",
+        "-i",
+        str(client_key),
+        "-o",
+        "IdentitiesOnly=yes",
+        "-o",
+        "UserKnownHostsFile=/dev/null",
+        "-o",
+        "StrictHostKeyChecking=no",
+        "-o",
+        "LogLevel=ERROR",
+    ]
+    server = SshServer(
+        port=port,
+        user=user,
+        key=client_key,
+        config=config,
+        log=log,
+        proc=proc,
+        options=options,
+        ssh=tools.ssh,
+    )
     deadline = time.monotonic() + timeout_s
     while True:
         if proc.poll() is not None:
@@ -214,14 +264,17 @@ def start_sshd(tmp: Path, timeout_s: float = 20.0) -> SshServer:
         except OSError:
             if time.monotonic() > deadline:
                 stop_sshd(server)
-                raise RuntimeError(f"sshd did not listen on 127.0.0.1:{port} within {timeout_s:.0f} s:\n"
-                                   f"{server.log_text()}") from None  # fmt: skip
+                raise RuntimeError(
+                    f"sshd did not listen on 127.0.0.1:{port} within {timeout_s:.0f} s:\n{server.log_text()}"
+                ) from None
             time.sleep(0.05)
     res = subprocess.run(server.ssh_argv("true"), capture_output=True, text=True, timeout=30)
     if res.returncode != 0:
         stop_sshd(server)
-        raise RuntimeError(f"key login to {server.target} failed (exit {res.returncode}): {res.stderr.strip()}\n"
-                           f"sshd log:\n{server.log_text()}")  # fmt: skip
+        raise RuntimeError(
+            f"key login to {server.target} failed (exit {res.returncode}): {res.stderr.strip()}\n"
+            f"sshd log:\n{server.log_text()}"
+        )
     return server
 
 

@@ -61,7 +61,11 @@ def _candidate_plan(case: dict[str, Any]) -> harness.HarnessPlan:
     path = REPO / case["candidate"]
     cmodel = parse_source(path.read_text(), str(path))
     bound = next(b for b in spec.specs_from_source(cmodel)[0] if b.entry == case["entry"])
-    problems = [i for i in spec.validate_against(bound, cmodel.function(case["entry"]), cmodel) if i.severity == "error"]
+    problems = [
+        i
+        for i in spec.validate_against(bound, cmodel.function(case["entry"]), cmodel)
+        if i.severity == "error"
+    ]
     assert not problems, f"{case['name']}: invalid launch spec: {problems[0].message}"
     return harness.plan_harness(cmodel, bound.spec, case["entry"])
 
@@ -89,7 +93,9 @@ def test_manifest_is_well_formed() -> None:
         assert c["candidate"] == f"tests/adversarial/{c['name']}.cu", c["name"]
         assert c["baseline"].startswith(("samples/", "tests/adversarial/baselines/")), c["name"]
         # `sandbox`: what the sandbox names when a scope case's host code runs anyway (tests/test_sandbox.py).
-        assert "sandbox" not in c or (c["gate"] == "scope" and isinstance(c["sandbox"], str) and c["sandbox"]), c["name"]
+        assert "sandbox" not in c or (
+            c["gate"] == "scope" and isinstance(c["sandbox"], str) and c["sandbox"]
+        ), c["name"]
 
 
 def test_every_extra_baseline_is_used_and_valid() -> None:
@@ -102,14 +108,17 @@ def test_every_extra_baseline_is_used_and_valid() -> None:
         m = parse_source((REPO / rel).read_text(), rel)
         assert not m.syntax_errors
         bound = spec.specs_from_source(m)[0]
-        assert bound and not [i for i in spec.validate_against(bound[0], m.function(bound[0].entry), m)
-                              if i.severity == "error"]  # fmt: skip
+        assert bound and not [
+            i for i in spec.validate_against(bound[0], m.function(bound[0].entry), m) if i.severity == "error"
+        ]
         assert check_scope(m.text, m.text, edit_targets(m, bound[0].entry), rel, bound[0].entry).ok
 
 
 def test_every_candidate_file_is_in_the_manifest() -> None:
     on_disk = {p.stem for p in CORPUS.glob("*.cu")}
-    assert on_disk == set(BY_NAME), f"not in the manifest: {on_disk - set(BY_NAME)}; missing files: {set(BY_NAME) - on_disk}"
+    assert on_disk == set(BY_NAME), (
+        f"not in the manifest: {on_disk - set(BY_NAME)}; missing files: {set(BY_NAME) - on_disk}"
+    )
 
 
 def test_corpus_size() -> None:
@@ -120,8 +129,17 @@ def test_corpus_size() -> None:
     assert len([c for c in wrong if c["gate"] == "gpu"]) >= 12
     # Every GPU gate is exercised by at least one case.
     kinds = {k for c in CASES for k in expected(c)}
-    for k in ("scope_violation", "compile_error", "runtime_error", "input_mutated", "unwritten_output", "mismatch",
-              "sanitizer", "not_faster", "accepted"):  # fmt: skip
+    for k in (
+        "scope_violation",
+        "compile_error",
+        "runtime_error",
+        "input_mutated",
+        "unwritten_output",
+        "mismatch",
+        "sanitizer",
+        "not_faster",
+        "accepted",
+    ):
         assert k in kinds, k
 
 
@@ -239,7 +257,9 @@ def _bf16(a: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
 
 def _tolerance(sample: str, entry: str) -> compare.Tolerance:
     path = REPO / sample
-    bound = next(b for b in spec.specs_from_source(parse_source(path.read_text(), str(path)))[0] if b.entry == entry)
+    bound = next(
+        b for b in spec.specs_from_source(parse_source(path.read_text(), str(path)))[0] if b.entry == entry
+    )
     return compare.resolve_tolerance("f32", bound.spec.tolerance)
 
 
@@ -250,7 +270,9 @@ def test_bf16_sgemm_is_outside_the_tolerance() -> None:
     b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
     want = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
     got = (_bf16(a).astype(np.float64) @ _bf16(b).astype(np.float64)).astype(np.float32)
-    mm = compare.compare("C", "f32", got.tobytes(), want.tobytes(), _tolerance("samples/sgemm_naive.cu", "sgemm_naive"))
+    mm = compare.compare(
+        "C", "f32", got.tobytes(), want.tobytes(), _tolerance("samples/sgemm_naive.cu", "sgemm_naive")
+    )
     assert mm is not None and mm.bad_elements > 0.01 * m * n, mm
 
 
@@ -269,13 +291,20 @@ def test_bf16_softmax_is_outside_the_tolerance() -> None:
     assert zeros is not None  # softmax_zeros
 
 
-def _layernorm(x: np.ndarray[Any, Any], gamma: np.ndarray[Any, Any], beta: np.ndarray[Any, Any],
-               one_pass: bool = False, half_z: bool = False) -> np.ndarray[Any, Any]:
+def _layernorm(
+    x: np.ndarray[Any, Any],
+    gamma: np.ndarray[Any, Any],
+    beta: np.ndarray[Any, Any],
+    one_pass: bool = False,
+    half_z: bool = False,
+) -> np.ndarray[Any, Any]:
     """layernorm.cu in numpy (fp32 where the kernels are fp32); the candidates' variants as flags."""
     x32 = x.astype(np.float32)
     mean = x32.mean(axis=1, dtype=np.float32, keepdims=True)
     if one_pass:
-        var = np.maximum((x32 * x32).mean(axis=1, dtype=np.float32, keepdims=True) - mean * mean, np.float32(0))
+        var = np.maximum(
+            (x32 * x32).mean(axis=1, dtype=np.float32, keepdims=True) - mean * mean, np.float32(0)
+        )
     else:
         var = ((x32 - mean) ** 2).mean(axis=1, dtype=np.float32, keepdims=True)
     z = ((x32 - mean) / np.sqrt(var + np.float32(1e-5))).astype(np.float32)
@@ -289,7 +318,9 @@ def test_layernorm_half_output_is_outside_the_tolerance() -> None:
     x = rng.normal(0, 1, (256, 2048)).astype(np.float32)
     g, b = rng.uniform(-1, 1, 2048).astype(np.float32), rng.uniform(-1, 1, 2048).astype(np.float32)
     tol = _tolerance("samples/layernorm.cu", "layernorm")
-    mm = compare.compare("y", "f32", _layernorm(x, g, b, half_z=True).tobytes(), _layernorm(x, g, b).tobytes(), tol)
+    mm = compare.compare(
+        "y", "f32", _layernorm(x, g, b, half_z=True).tobytes(), _layernorm(x, g, b).tobytes(), tol
+    )
     assert mm is not None and mm.bad_elements > 0.005 * x.size, mm
 
 
@@ -299,10 +330,16 @@ def test_one_pass_variance_hides_behind_zero_mean_inputs() -> None:
     g, b = rng.uniform(-1, 1, 2048).astype(np.float32), rng.uniform(-1, 1, 2048).astype(np.float32)
     tol = _tolerance("samples/layernorm.cu", "layernorm")
     x = rng.normal(0, 1, (256, 2048)).astype(np.float32)
-    assert compare.compare("y", "f32", _layernorm(x, g, b, one_pass=True).tobytes(), _layernorm(x, g, b).tobytes(), tol) is None
+    assert (
+        compare.compare(
+            "y", "f32", _layernorm(x, g, b, one_pass=True).tobytes(), _layernorm(x, g, b).tobytes(), tol
+        )
+        is None
+    )
     offset = (x + 1000.0).astype(np.float32)  # e.g. a structured input with a large mean
-    mm = compare.compare("y", "f32", _layernorm(offset, g, b, one_pass=True).tobytes(),
-                         _layernorm(offset, g, b).tobytes(), tol)  # fmt: skip
+    mm = compare.compare(
+        "y", "f32", _layernorm(offset, g, b, one_pass=True).tobytes(), _layernorm(offset, g, b).tobytes(), tol
+    )
     assert mm is not None and mm.bad_elements > 0.5 * x.size, mm
 
 

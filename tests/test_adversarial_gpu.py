@@ -67,8 +67,10 @@ def write_results(rows: list[dict[str, Any]], gpu: str, environment: dict[str, A
     ]
     for r in rows:
         verdict = "yes" if r["ok"] else "known gap" if r.get("known_gap") else "**NO**"
-        lines.append(f"| {r['case']} | {_cell(r['pitfall'])} | {' / '.join(r['expected'])} | {r['got']} | "
-                     f"{verdict} | {_cell(r['message'])[:300]} | {r['seconds']:.1f} |")  # fmt: skip
+        lines.append(
+            f"| {r['case']} | {_cell(r['pitfall'])} | {' / '.join(r['expected'])} | {r['got']} | "
+            f"{verdict} | {_cell(r['message'])[:300]} | {r['seconds']:.1f} |"
+        )
     (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
 
 
@@ -84,7 +86,11 @@ def recorder(runner: LocalRunner) -> Iterator[dict[str, Any]]:
     """Collects every case's result; writes the JSON and markdown once, whatever failed."""
     from kernellsp.profile.ncu import runner_environment
 
-    state: dict[str, Any] = {"rows": [], "gpu": local_gpu_name() or "unknown-gpu", "environment": runner_environment(runner)}
+    state: dict[str, Any] = {
+        "rows": [],
+        "gpu": local_gpu_name() or "unknown-gpu",
+        "environment": runner_environment(runner),
+    }
     yield state
     # With pytest-xdist every worker has its own session: each writes its part, then (under a lock)
     # merges all parts written so far, so the last worker to finish leaves the complete table.
@@ -109,21 +115,42 @@ def test_adversarial_case(case: dict[str, Any], runner: LocalRunner, recorder: d
     baseline = base_path.read_text()
     candidate = (REPO / case["candidate"]).read_text()
     want = expected(case)
-    row: dict[str, Any] = {"case": case["name"], "baseline": case["baseline"], "entry": case["entry"],
-                           "gate": case["gate"], "pitfall": case["pitfall"], "expected": want}  # fmt: skip
+    row: dict[str, Any] = {
+        "case": case["name"],
+        "baseline": case["baseline"],
+        "entry": case["entry"],
+        "gate": case["gate"],
+        "pitfall": case["pitfall"],
+        "expected": want,
+    }
     t0 = time.monotonic()
     try:
-        v = verify(base_path, baseline, candidate, case["entry"], runner, VerifyOptions(**OPTIONS),  # type: ignore[arg-type]
-                   environment=recorder["environment"])  # fmt: skip
+        v = verify(
+            base_path,
+            baseline,
+            candidate,
+            case["entry"],
+            runner,
+            VerifyOptions(**OPTIONS),  # type: ignore[arg-type]
+            environment=recorder["environment"],
+        )
     except VerifyError as exc:
         row.update(got="verify_error", ok=False, message=str(exc), seconds=time.monotonic() - t0)
         recorder["rows"].append(row)
         pytest.fail(f"{case['name']}: verify could not run: {exc}")
-    row.update(got=v.kind, ok=v.kind in want, message=v.message, seconds=v.seconds or time.monotonic() - t0,
-               speedup=v.speedup, stats=v.stats,
-               details={k: val for k, val in v.details.items() if k not in ("report", "compiler_output", "checked")})  # fmt: skip
+    row.update(
+        got=v.kind,
+        ok=v.kind in want,
+        message=v.message,
+        seconds=v.seconds or time.monotonic() - t0,
+        speedup=v.speedup,
+        stats=v.stats,
+        details={k: val for k, val in v.details.items() if k not in ("report", "compiler_output", "checked")},
+    )
     row["known_gap"] = bool(case.get("known_gap"))
     recorder["rows"].append(row)
     if v.kind not in want and case.get("known_gap"):
-        pytest.xfail(f"known gap {case['name']}: got {v.kind} ({v.message}); a sound gate answers {' or '.join(want)}")
+        pytest.xfail(
+            f"known gap {case['name']}: got {v.kind} ({v.message}); a sound gate answers {' or '.join(want)}"
+        )
     assert v.kind in want, f"{case['name']}: expected {' or '.join(want)}, got {v.kind}: {v.message}"

@@ -121,14 +121,22 @@ def test_parse_ptxas_real_log() -> None:
     by = {r.mangled: r for r in res}
     # Entry functions only, in the order ptxas compiled them; the __noinline__ helper is skipped.
     assert [r.mangled for r in res] == [
-        "_ZN5outer5inner3nskEPi", "cfun", "_Z4tmplIdEvPT_", "_Z4tmplIfEvPT_", "_Z11with_sharedPKfPf",
-        "_Z11local_arrayPKiPfi", "_Z5plainPKfPfi", "_Z7spillerPKfPfi",
-    ]  # fmt: skip
+        "_ZN5outer5inner3nskEPi",
+        "cfun",
+        "_Z4tmplIdEvPT_",
+        "_Z4tmplIfEvPT_",
+        "_Z11with_sharedPKfPf",
+        "_Z11local_arrayPKiPfi",
+        "_Z5plainPKfPfi",
+        "_Z7spillerPKfPfi",
+    ]
     assert by["_Z5plainPKfPfi"] == KernelResources("_Z5plainPKfPfi", registers=10)
-    assert by["_Z11with_sharedPKfPf"] == KernelResources("_Z11with_sharedPKfPf", registers=14, smem_static=2048,
-                                                         barriers=1)  # fmt: skip
-    assert by["_Z11local_arrayPKiPfi"] == KernelResources("_Z11local_arrayPKiPfi", registers=26, stack_frame=256,
-                                                          cumulative_stack=256)  # fmt: skip
+    assert by["_Z11with_sharedPKfPf"] == KernelResources(
+        "_Z11with_sharedPKfPf", registers=14, smem_static=2048, barriers=1
+    )
+    assert by["_Z11local_arrayPKiPfi"] == KernelResources(
+        "_Z11local_arrayPKiPfi", registers=26, stack_frame=256, cumulative_stack=256
+    )
     sp = by["_Z7spillerPKfPfi"]
     assert (sp.registers, sp.stack_frame, sp.spill_stores, sp.spill_loads) == (32, 1184, 1600, 2008)
     assert "_Z12dev_noinlinePfi" not in by
@@ -157,8 +165,14 @@ def test_parse_compiler_output_nvcc_style() -> None:
         CompilerMessage("error", 'identifier "undefined_call" is undefined', 2, None),
         CompilerMessage("warning", 'variable "unused" was declared but never referenced', 11, "177-D"),
         # A header's message names the header and its line: check puts it on the #include that brings it in.
-        CompilerMessage("error", 'identifier "undefined_in_header" is undefined', None, None, file="/tmp/x/hdr.h",
-                        file_line=1),
+        CompilerMessage(
+            "error",
+            'identifier "undefined_in_header" is undefined',
+            None,
+            None,
+            file="/tmp/x/hdr.h",
+            file_line=1,
+        ),
     ]
 
 
@@ -174,9 +188,13 @@ def test_parse_compiler_output_gcc_and_tool_style() -> None:
     )
     msgs = parse_compiler_output(text, "k.cu")
     assert [(m.severity, m.line, m.tool) for m in msgs] == [
-        ("error", 0, "nvcc"), ("warning", 6, "nvcc"), ("error", None, "nvcc"),
-        ("error", None, "ptxas"), ("error", None, "ptxas"), ("error", None, "nvlink"),
-    ]  # fmt: skip
+        ("error", 0, "nvcc"),
+        ("warning", 6, "nvcc"),
+        ("error", None, "nvcc"),
+        ("error", None, "ptxas"),
+        ("error", None, "ptxas"),
+        ("error", None, "nvlink"),
+    ]
     assert msgs[0].message == "missing_header.h: No such file or directory"
     assert (msgs[2].message, msgs[2].file, msgs[2].file_line) == ("in a header", "other.h", 4)
     assert msgs[3].message == "Unknown modifier '.instr'"
@@ -223,6 +241,7 @@ def test_match_kernel(mangled: str, name: str, want: bool) -> None:
 # --------------------------------------------------------------------------------------------------
 # With the real tools
 
+
 @pytest.fixture(scope="module")
 def resources_build(tmp_path_factory: pytest.TempPathFactory) -> BuildResult:
     if toolchain.find_tool("nvcc") is None:
@@ -252,7 +271,10 @@ def test_build_reports_resources(resources_build: BuildResult) -> None:
     assert local.spill_stores == 0 and local.spill_loads == 0
     shared = _res(r, "with_shared")
     assert shared.smem_static == 512 * 4 and shared.barriers == 1
-    assert {x.mangled for x in r.resources if match_kernel(x.mangled, "tmpl")} == {"_Z4tmplIdEvPT_", "_Z4tmplIfEvPT_"}
+    assert {x.mangled for x in r.resources if match_kernel(x.mangled, "tmpl")} == {
+        "_Z4tmplIdEvPT_",
+        "_Z4tmplIfEvPT_",
+    }
     assert _res(r, "cfun").mangled == "cfun"
     assert _res(r, "nsk").mangled == "_ZN5outer5inner3nskEPi"
 
@@ -274,8 +296,11 @@ def test_build_sass_lines(resources_build: BuildResult) -> None:
     # The atomic inlined from device_atomic_functions.hpp is charged to the call site.
     cfun_line = next(i for i, t in enumerate(lines) if "atomicAdd(p, 1)" in t)
     assert r.sass_lines["cfun"][cfun_line].get("atomic_global", 0) >= 1
-    local_lines = {lines[ln].strip() for ln, c in r.sass_lines["_Z11local_arrayPKiPfi"].items()
-                   if c.get("local_ld") or c.get("local_st")}  # fmt: skip
+    local_lines = {
+        lines[ln].strip()
+        for ln, c in r.sass_lines["_Z11local_arrayPKiPfi"].items()
+        if c.get("local_ld") or c.get("local_st")
+    }
     assert "if (i < n) out[i] = buf[idx[i] & 63];" in local_lines
 
 
@@ -294,10 +319,15 @@ def test_parse_nvdisasm_on_real_output(tmp_path: Path) -> None:
         "}\n"
     )
     cubin = tmp_path / "dis.cubin"
-    subprocess.run([nvcc, "-arch=sm_90", "-cubin", "-lineinfo", "-o", str(cubin), str(src)], check=True,
-                   capture_output=True, timeout=240)  # fmt: skip
-    out = subprocess.run([nvdisasm, "-c", "-g", str(cubin)], check=True, capture_output=True, text=True,
-                         timeout=120).stdout  # fmt: skip
+    subprocess.run(
+        [nvcc, "-arch=sm_90", "-cubin", "-lineinfo", "-o", str(cubin), str(src)],
+        check=True,
+        capture_output=True,
+        timeout=240,
+    )
+    out = subprocess.run(
+        [nvdisasm, "-c", "-g", str(cubin)], check=True, capture_output=True, text=True, timeout=120
+    ).stdout
     assert '//## File "' in out
     lines = build.parse_nvdisasm(out, str(src))
     assert list(lines) == ["_Z3dblPKfPfi"]
@@ -342,12 +372,17 @@ def test_build_compiles_the_buffer_not_the_file(tmp_path: Path) -> None:
 
 @requires_nvcc
 def test_local_includes_are_found(tmp_path: Path) -> None:
-    (tmp_path / "hdr.h").write_text('#include "deeper.h"\n__device__ int helper(int x) { return x + DEEP; }\n')
+    (tmp_path / "hdr.h").write_text(
+        '#include "deeper.h"\n__device__ int helper(int x) { return x + DEEP; }\n'
+    )
     (tmp_path / "deeper.h").write_text("#define DEEP 3\n")
     text = '#include "hdr.h"\n#include <cuda_runtime.h>\n__global__ void k(int* p) { p[0] = helper(1); }\n'
     path = tmp_path / "inc.cu"
     model = parse_source(text, str(path))
-    assert build.local_includes(model, path) == [(tmp_path / "hdr.h").resolve(), (tmp_path / "deeper.h").resolve()]
+    assert build.local_includes(model, path) == [
+        (tmp_path / "hdr.h").resolve(),
+        (tmp_path / "deeper.h").resolve(),
+    ]
     r = build.build(path, text, model, use_cache=False)
     assert r.ok, r.messages
 

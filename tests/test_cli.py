@@ -53,10 +53,17 @@ def invoke(*args: str) -> Result:
     return result
 
 
-def run_module(*args: str, cwd: Path = REPO, env: dict[str, str] | None = None,
-               timeout: float = 300) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    proc = subprocess.run([sys.executable, "-m", "kernellsp", *args], cwd=cwd, env=env or dict(os.environ),
-                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
+def run_module(
+    *args: str, cwd: Path = REPO, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernellsp", *args],
+        cwd=cwd,
+        env=env or dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
     return proc
 
@@ -106,7 +113,9 @@ def test_check_samples_json_is_valid_stable_and_sorted(in_repo: Path) -> None:
     assert first.stdout == second.stdout, "JSON output is stable from run to run"
     doc = json.loads(first.stdout)
     assert doc["version"] == 1 and doc["kernellsp"] == __version__
-    keys = [(f["path"], f["range"]["start_line"], f["range"]["start_col"], f["code"]) for f in doc["findings"]]
+    keys = [
+        (f["path"], f["range"]["start_line"], f["range"]["start_col"], f["code"]) for f in doc["findings"]
+    ]
     assert keys == sorted(keys)
     assert len(doc["files"]) == 12 and all(f["error"] is None for f in doc["files"])
     assert all(f["build"]["ok"] and f["build"]["arch"] == "sm_90" for f in doc["files"])
@@ -128,7 +137,9 @@ def test_check_samples_sarif_validates_against_the_schema(in_repo: Path) -> None
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     validator_cls = jsonschema.validators.validator_for(schema)
     validator_cls.check_schema(schema)
-    errors = sorted(validator_cls(schema, format_checker=validator_cls.FORMAT_CHECKER).iter_errors(doc), key=str)
+    errors = sorted(
+        validator_cls(schema, format_checker=validator_cls.FORMAT_CHECKER).iter_errors(doc), key=str
+    )
     assert errors == [], [e.message for e in errors[:5]]
     run = doc["runs"][0]
     assert run["tool"]["driver"]["name"] == "kernellsp"
@@ -140,7 +151,9 @@ def test_check_samples_sarif_validates_against_the_schema(in_repo: Path) -> None
         assert loc["artifactLocation"]["uri"].startswith("samples/")
         assert loc["region"]["startLine"] >= 1
         assert re.fullmatch(r"[0-9a-f]{16}:1", res["partialFingerprints"]["primaryLocationLineHash"])
-    assert len(run["results"]) == len(json.loads(invoke("check", "-f", "json", "samples/").stdout)["findings"])
+    assert len(run["results"]) == len(
+        json.loads(invoke("check", "-f", "json", "samples/").stdout)["findings"]
+    )
 
 
 @requires_nvcc
@@ -201,7 +214,9 @@ def test_doctor_names_nvcc() -> None:
     any_missing = any(ln.startswith("[MISS]") for ln in result.stdout.splitlines())
     assert result.exit_code == (2 if not required_ok else 1 if any_missing else 0)
     for name in ("ptxas", "nvdisasm", "ncu", "gpu", "llm"):
-        assert any(re.match(rf"^\[(ok  |MISS|warn)\] {name}\b", ln) for ln in result.stdout.splitlines()), name
+        assert any(re.match(rf"^\[(ok  |MISS|warn)\] {name}\b", ln) for ln in result.stdout.splitlines()), (
+            name
+        )
 
 
 @requires_nvcc
@@ -447,8 +462,9 @@ def test_no_arguments_prints_usage() -> None:
 # Settings come from the file's workspace, as in the editor
 
 
-def test_settings_of_the_files_workspace_apply_from_any_directory(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_settings_of_the_files_workspace_apply_from_any_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "kernellsp.toml").write_text('[settings]\narch = "sm_80"\n')
@@ -482,10 +498,17 @@ def test_profile_unknown_kernel_is_named_not_replaced_by_the_program(tmp_path: P
 
     path = REPO / "samples" / "vector_add.cu"
     with pytest.raises(ProfileError) as ei:  # raised before any runner work: no GPU needed
-        profile_file(path, path.read_text() + "\nint main() { return 0; }\n", LocalRunner(),
-                     ProfileOptions(kernels=["vector_ad"], use_cache=False))  # fmt: skip
+        profile_file(
+            path,
+            path.read_text() + "\nint main() { return 0; }\n",
+            LocalRunner(),
+            ProfileOptions(kernels=["vector_ad"], use_cache=False),
+        )
     assert ei.value.kind == "no_spec"
-    assert str(ei.value) == "vector_add.cu: vector_ad: no valid launch spec for that entry (entries with one: vector_add)"
+    assert (
+        str(ei.value)
+        == "vector_add.cu: vector_ad: no valid launch spec for that entry (entries with one: vector_add)"
+    )
 
 
 def test_symlink_loops_and_broken_links_are_noted_and_the_rest_checked(tmp_path: Path) -> None:

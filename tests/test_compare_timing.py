@@ -278,8 +278,15 @@ def test_reference_problem() -> None:
 # timing.paired_speedup
 
 
-def synthetic_rounds(rng: np.random.Generator, base_ms: float, cand_ms: float, noise: float, rounds: int = 5,
-                     reps: int = 15, drift: float = 0.0) -> tuple[list[list[float]], list[list[float]]]:  # fmt: skip
+def synthetic_rounds(
+    rng: np.random.Generator,
+    base_ms: float,
+    cand_ms: float,
+    noise: float,
+    rounds: int = 5,
+    reps: int = 15,
+    drift: float = 0.0,
+) -> tuple[list[list[float]], list[list[float]]]:
     """A B A B rounds: per-round drift shared by both (clock, temperature), per-rep noise independent."""
     a, b = [], []
     for _ in range(rounds):

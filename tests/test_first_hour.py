@@ -18,8 +18,10 @@ from kernellsp.cli import app
 
 FIXTURE = REPO / "tests" / "fixtures" / "cmake_project"
 #: gcc's layout: `path:line:col: severity: CODE message` (issue 15 item 9).
-FINDING = re.compile(r"^(?P<path>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning|info|hint): "
-                     r"(?P<code>KL\d{3}) (?P<msg>.*)$")  # fmt: skip
+FINDING = re.compile(
+    r"^(?P<path>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning|info|hint): "
+    r"(?P<code>KL\d{3}) (?P<msg>.*)$"
+)
 
 
 def invoke(*args: str) -> Result:
@@ -114,8 +116,9 @@ __global__ void k(float* y, int n)
 
 
 @requires_nvcc
-def test_include_dirs_and_defines_from_the_command_line_and_settings(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_include_dirs_and_defines_from_the_command_line_and_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     write(
         tmp_path / "include" / "helpers.cuh",
@@ -129,8 +132,10 @@ def test_include_dirs_and_defines_from_the_command_line_and_settings(tmp_path: P
     flagged = invoke("check", "src", "--ignore", "KL004", "-I", "include", "-D", "SCALE=2.0f")
     assert flagged.exit_code == 0, flagged.output
     # The same through kernellsp.toml [settings]; relative folders are the workspace root's.
-    write(tmp_path / "kernellsp.toml", '[settings]\ninclude_dirs = ["include"]\ndefines = ["SCALE=2.0f"]\n'
-                                       'ignore = ["KL004"]\n')  # fmt: skip
+    write(
+        tmp_path / "kernellsp.toml",
+        '[settings]\ninclude_dirs = ["include"]\ndefines = ["SCALE=2.0f"]\nignore = ["KL004"]\n',
+    )
     assert invoke("check", "src").exit_code == 0
     # The flags are part of the cache key: a different define rebuilds and its error shows.
     broken = invoke("check", "src", "-D", "SCALE=undefined_name")
@@ -152,8 +157,10 @@ def test_a_header_error_is_reported_at_the_include_line(
         tmp_path / "include" / "inner.cuh",
         "#pragma once\n\n__device__ inline float bad(float x) { return x }\n",
     )
-    write(tmp_path / "include" / "helpers.cuh", '#pragma once\n#include "inner.cuh"\n'
-                                                "__device__ inline float sq(float x) { return x * x; }\n")  # fmt: skip
+    write(
+        tmp_path / "include" / "helpers.cuh",
+        '#pragma once\n#include "inner.cuh"\n__device__ inline float sq(float x) { return x * x; }\n',
+    )
     write(tmp_path / "src" / "k.cu", HEADER_USER)
     result = invoke("check", "src/k.cu", "-I", "include", "-D", "SCALE=1", "--ignore", "KL004")
     [(name, line, code, msg)] = findings(result)
@@ -189,13 +196,15 @@ def compile_commands(project: Path) -> None:
         ("main", "kldemo_main"),
     ):
         src = project / "src" / f"{name}.cu"
-        entries.append({
-            "directory": str(build),
-            "command": f"/usr/local/cuda/bin/nvcc -forward-unknown-to-host-compiler -DKLDEMO_BLOCK=256 "
-                       f"-I{project / 'include'}  --generate-code=arch=compute_90,code=[compute_90,sm_90] -x cu "
-                       f"-c {src} -o CMakeFiles/{target}.dir/src/{name}.cu.o",
-            "file": str(src),
-        })  # fmt: skip
+        entries.append(
+            {
+                "directory": str(build),
+                "command": f"/usr/local/cuda/bin/nvcc -forward-unknown-to-host-compiler -DKLDEMO_BLOCK=256 "
+                f"-I{project / 'include'}  --generate-code=arch=compute_90,code=[compute_90,sm_90] -x cu "
+                f"-c {src} -o CMakeFiles/{target}.dir/src/{name}.cu.o",
+                "file": str(src),
+            }
+        )
     (build / "compile_commands.json").write_text(json.dumps(entries, indent=2), encoding="utf-8")
 
 
@@ -235,8 +244,23 @@ def test_cmake_project_with_the_real_cmake(tmp_path: Path, monkeypatch: pytest.M
     project = tmp_path / "proj"
     shutil.copytree(FIXTURE, project)
     nvcc = toolchain.find_tool("nvcc")
-    proc = subprocess.run(["cmake", "-S", ".", "-B", "build", "-G", "Ninja", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
-                           f"-DCMAKE_CUDA_COMPILER={nvcc}"], cwd=project, capture_output=True, text=True, timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        [
+            "cmake",
+            "-S",
+            ".",
+            "-B",
+            "build",
+            "-G",
+            "Ninja",
+            "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+            f"-DCMAKE_CUDA_COMPILER={nvcc}",
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if proc.returncode != 0:
         pytest.skip(f"cmake could not configure a CUDA project here: {proc.stderr[-500:]}")
     result = check_project(project, monkeypatch)
@@ -564,7 +588,10 @@ def test_the_draft_of_a_tiled_matmul_reads_its_indexing(
     # 2-D, the 32x32 tile the kernel indexes with, each axis over the size its guard names.
     assert draft.launch.grid == ["ceil_div(N, 32)", "ceil_div(M, 32)"] and draft.launch.block == [32, 32]
     assert {k: (a.dir, a.count) for k, a in draft.args.items() if a.count} == {
-        "A": ("in", "M * K"), "B": ("in", "N * K"), "C": ("out", "M * N")}  # fmt: skip
+        "A": ("in", "M * K"),
+        "B": ("in", "N * K"),
+        "C": ("out", "M * N"),
+    }
     assert draft.sizes == {"M": 2048, "N": 2048, "K": 2048}
     bound = spec.BoundSpec(spec=draft, entry="matmul_tiled", origin="comment")
     assert [i.message for i in spec.validate_against(bound, fn, model) if i.severity == "error"] == []  # type: ignore[arg-type]

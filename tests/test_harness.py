@@ -218,7 +218,8 @@ extern "C" void solve(const float* in, float* out, int n) {
 HOST_LAUNCHER_ERR = HOST_LAUNCHER.replace(
     'extern "C" void solve(const float* in, float* out, int n) {\n  relu_kernel<<<(n + 255) / 256, 256>>>(in, out, n);\n}',
     'extern "C" cudaError_t solve(const float* in, float* out, int n) {\n  if (n < 4) return cudaErrorInvalidValue;\n'
-    '  relu_kernel<<<(n + 255) / 256, 256>>>(in, out, n);\n  return cudaGetLastError();\n}')  # fmt: skip
+    "  relu_kernel<<<(n + 255) / 256, 256>>>(in, out, n);\n  return cudaGetLastError();\n}",
+)
 assert HOST_LAUNCHER_ERR != HOST_LAUNCHER
 
 # A program with its own main, and macros that would break any harness code placed after it.
@@ -450,7 +451,9 @@ def test_input_sets_match_the_python_mirror(built: dict[str, Built], name: str, 
     sets = [input_set(s, p, abs=ab) for s in (11, 2**63 + 5) for p in PATTERNS for ab in (False, True)]
     for shape in range(len(b.plan.shapes)):
         out = tmp_path / f"s{shape}"
-        proc = _run(b.exe, "--mode", "inputs", "--shape", str(shape), "--out", str(out), "--sets", ",".join(sets))
+        proc = _run(
+            b.exe, "--mode", "inputs", "--shape", str(shape), "--out", str(out), "--sets", ",".join(sets)
+        )
         assert proc.returncode == 0, proc.stderr
         res = read_result(out)
         assert [s.spec for s in res.sets] == sets
@@ -482,12 +485,20 @@ def test_patterns_stay_in_the_spec_range_and_expose_partial_reads() -> None:
         evens = 2 * sum(vals[0::2]) / sum(vals)
         first = 2 * sum(vals[: len(vals) // 2]) / sum(vals)
         # tail: uniform inputs keep the spec's fill under it (only a normal distribution has tails)
-        assert abs(evens - 1) > 0.05 or abs(first - 1) > 0.05 or pattern in ("spikes", "wide", "tail"), (pattern, evens, first)
+        assert abs(evens - 1) > 0.05 or abs(first - 1) > 0.05 or pattern in ("spikes", "wide", "tail"), (
+            pattern,
+            evens,
+            first,
+        )
     spikes = decode_buffer(fill_reference(plan, 0, 3, "b", pattern="spikes"), "f32")
     big = [v for v in spikes if v >= 0.5]
     assert 0.5 * len(spikes) / 64 < len(big) < 2 * len(spikes) / 64  # about 1 in 64 elements is a spike
     assert sum(big) > 0.99 * sum(spikes)  # the sum is the spikes: a subset of the elements misses some
-    ints = plan_harness(parse_source(HISTOGRAM, "/tmp/h.cu"), next(b.spec for b in specs_from_source(parse_source(HISTOGRAM, "/tmp/h.cu"))[0]), "hist")
+    ints = plan_harness(
+        parse_source(HISTOGRAM, "/tmp/h.cu"),
+        next(b.spec for b in specs_from_source(parse_source(HISTOGRAM, "/tmp/h.cu"))[0]),
+        "hist",
+    )
     for pattern in PATTERNS:
         data = decode_buffer(fill_reference(ints, 0, 9, "data", pattern=pattern), "u8")
         assert min(data) >= 0 and max(data) <= 255
@@ -505,7 +516,9 @@ def test_the_tail_pattern_reaches_far_into_a_normal_distribution() -> None:
     x = np.array(decode_buffer(fill_reference(plan, 0, 5, "b", pattern="tail"), "f32"), dtype=np.float64)
     far = x[x != 0.0]
     assert 0.5 * x.size / 64 < far.size < 2 * x.size / 64
-    assert np.all(np.abs(far) >= 4 * 3) and np.abs(far).max() > 100 * 3 and (far > 0).any() and (far < 0).any()
+    assert (
+        np.all(np.abs(far) >= 4 * 3) and np.abs(far).max() > 100 * 3 and (far > 0).any() and (far < 0).any()
+    )
     rows = x.reshape(64, 1024)
     prefix_max = rows[:, :32].max(axis=1)
     assert ((rows.max(axis=1) - prefix_max) > 88.7).sum() > 8  # exp(x - prefix max) overflows float32 there
@@ -663,8 +676,11 @@ def test_plan_evaluates_every_shape() -> None:
 
 
 def test_plan_with_tunables_override() -> None:
-    text = VADD.replace('sizes = { N = 4096 }', 'sizes = { N = 4096 }\ntunables = { BS = [256, 128] }').replace(
-        'block = 256', 'block = "BS"').replace('"ceil_div(N, 256)"', '"ceil_div(N, BS)"')  # fmt: skip
+    text = (
+        VADD.replace("sizes = { N = 4096 }", "sizes = { N = 4096 }\ntunables = { BS = [256, 128] }")
+        .replace("block = 256", 'block = "BS"')
+        .replace('"ceil_div(N, 256)"', '"ceil_div(N, BS)"')
+    )
     model = parse_source(text, "/tmp/t.cu")
     spec = specs_from_source(model)[0][0].spec
     assert plan_harness(model, spec, "vadd").shapes[0].block == (256, 1, 1)
@@ -696,8 +712,24 @@ def test_compile_command() -> None:
     argv = harness_argv(
         "./h", "time", "/o", shape=1, seed=2, reps=10, warmup=2, poison="alt", fresh_inputs=True
     )
-    assert argv == ["./h", "--mode", "time", "--shape", "1", "--seed", "2", "--out", "/o", "--poison", "alt",
-                    "--reps", "10", "--warmup", "2", "--fresh-inputs"]  # fmt: skip
+    assert argv == [
+        "./h",
+        "--mode",
+        "time",
+        "--shape",
+        "1",
+        "--seed",
+        "2",
+        "--out",
+        "/o",
+        "--poison",
+        "alt",
+        "--reps",
+        "10",
+        "--warmup",
+        "2",
+        "--fresh-inputs",
+    ]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -713,8 +745,10 @@ def _spec(body: str) -> KernelSpec:
 def test_template_kernel_is_refused() -> None:
     text = "template <int B>\n__global__ void tk(float* y, int n) { y[0] = B; }\n"
     model = parse_source(text, "/tmp/t.cu")
-    spec = _spec('sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\n'
-                 'y = { dtype = "f32", dir = "out", count = "N" }\nn = { value = "N" }\n')  # fmt: skip
+    spec = _spec(
+        "sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\n"
+        'y = { dtype = "f32", dir = "out", count = "N" }\nn = { value = "N" }\n'
+    )
     with pytest.raises(HarnessError, match="template"):
         plan_harness(model, spec, "tk")
 
@@ -722,9 +756,11 @@ def test_template_kernel_is_refused() -> None:
 def test_dtype_mismatch_is_refused() -> None:
     text = "__global__ void k(const float* x, float* y, int n) {}\n"
     model = parse_source(text, "/tmp/t.cu")
-    spec = _spec('sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\n'
-                 'x = { dtype = "i32", dir = "in", count = "N" }\ny = { dtype = "f32", dir = "out", count = "N" }\n'
-                 'n = { value = "N" }\n')  # fmt: skip
+    spec = _spec(
+        "sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\n"
+        'x = { dtype = "i32", dir = "in", count = "N" }\ny = { dtype = "f32", dir = "out", count = "N" }\n'
+        'n = { value = "N" }\n'
+    )
     with pytest.raises(HarnessError, match=r"dtype.*f32.*i32|expected dtype f32, got 'i32'") as exc:
         plan_harness(model, spec, "k")
     assert "x" in str(exc.value)
@@ -733,9 +769,11 @@ def test_dtype_mismatch_is_refused() -> None:
 def test_zero_count_is_refused() -> None:
     text = "__global__ void k(const float* x, float* y, int n) {}\n"
     model = parse_source(text, "/tmp/t.cu")
-    spec = _spec('sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\nshapes = [{ N = 0 }]\n[args]\n'
-                 'x = { dtype = "f32", dir = "in", count = "N" }\ny = { dtype = "f32", dir = "out", count = "N" }\n'
-                 'n = { value = "N" }\n')  # fmt: skip
+    spec = _spec(
+        "sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\nshapes = [{ N = 0 }]\n[args]\n"
+        'x = { dtype = "f32", dir = "in", count = "N" }\ny = { dtype = "f32", dir = "out", count = "N" }\n'
+        'n = { value = "N" }\n'
+    )
     with pytest.raises(HarnessError, match="count") as exc:
         plan_harness(model, spec, "k")
     assert "positive" in str(exc.value) and "= 0" in str(exc.value)
@@ -744,54 +782,87 @@ def test_zero_count_is_refused() -> None:
 @pytest.mark.parametrize(
     ("source", "body", "needle"),
     [
-        ("__global__ void k(float* y, int n) {}\n",
-         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n'
-         'n = { value = "2**40" }\n', "does not fit int"),
-        ("__global__ void k(float* y, int n) {}\n",
-         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n'
-         'n = { value = 2.5 }\n', "not an integer"),
-        ("__global__ void k(const int* x, int* y) {}\n",
-         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\n'
-         'x = { dtype = "i32", dir = "in", count = "N", dist = "randint(5, 5)" }\ny = { dtype = "i32", dir = "out", count = "N" }\n',
-         "lo < hi"),
-        ("__global__ void k(const unsigned char* x, int* y) {}\n",
-         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\n'
-         'x = { dtype = "u8", dir = "in", count = "N", dist = "randint(0, 1000)" }\ny = { dtype = "i32", dir = "out", count = "N" }\n',
-         "do not fit u8"),
-        ("__global__ void k(const __half* x, __half* y) {}\n",
-         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\n'
-         'x = { dtype = "f16", dir = "in", count = "N", dist = "uniform(0, 1e6)" }\ny = { dtype = "f16", dir = "out", count = "N" }\n',
-         "f16 can hold"),
-        ("__global__ void k(const float4* x, float4* y) {}\n",
-         'sizes = { N = 6 }\nlaunch = { grid = 1, block = 4 }\n[args]\n'
-         'x = { dtype = "f32", dir = "in", count = "N" }\ny = { dtype = "f32", dir = "out", count = "N" }\n',
-         "multiple of 4"),
-        ("void host(const float* x, float* y) {}\n",
-         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\n'
-         'x = { dtype = "f32", dir = "in", count = "N" }\ny = { dtype = "f32", dir = "out", count = "N" }\n',
-         "remove launch"),
-        ("__global__ void k(float** y) {}\n",
-         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n',
-         "pointers to pointers"),
-        ("__device__ void k(float* y) {}\n",
-         'sizes = { N = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n', "device function"),
-        ("__global__ void k(float* y) {}\n__global__ void k(double* y) {}\n",
-         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n',
-         "overloaded"),
-        ("__global__ void k(float* y, int n) {}\n",
-         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n',
-         "missing argument"),
-        ("__global__ void k(float* y) {}\n",
-         'sizes = { N = 4611686018427387904 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n',
-         r"needs 17,179,869,184 GiB; a buffer may hold at most 1024 GiB"),
-        ("__global__ void k(float* y, double v) {}\n",
-         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n'
-         'v = { value = "1' + "0" * 400 + '" }\n', "too large"),
-        ("__global__ void k(float* y, short int n) {}\n",
-         'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n'
-         'n = { value = 70000 }\n', "does not fit"),
+        (
+            "__global__ void k(float* y, int n) {}\n",
+            'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n'
+            'n = { value = "2**40" }\n',
+            "does not fit int",
+        ),
+        (
+            "__global__ void k(float* y, int n) {}\n",
+            'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n'
+            "n = { value = 2.5 }\n",
+            "not an integer",
+        ),
+        (
+            "__global__ void k(const int* x, int* y) {}\n",
+            "sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\n"
+            'x = { dtype = "i32", dir = "in", count = "N", dist = "randint(5, 5)" }\ny = { dtype = "i32", dir = "out", count = "N" }\n',
+            "lo < hi",
+        ),
+        (
+            "__global__ void k(const unsigned char* x, int* y) {}\n",
+            "sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\n"
+            'x = { dtype = "u8", dir = "in", count = "N", dist = "randint(0, 1000)" }\ny = { dtype = "i32", dir = "out", count = "N" }\n',
+            "do not fit u8",
+        ),
+        (
+            "__global__ void k(const __half* x, __half* y) {}\n",
+            "sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\n"
+            'x = { dtype = "f16", dir = "in", count = "N", dist = "uniform(0, 1e6)" }\ny = { dtype = "f16", dir = "out", count = "N" }\n',
+            "f16 can hold",
+        ),
+        (
+            "__global__ void k(const float4* x, float4* y) {}\n",
+            "sizes = { N = 6 }\nlaunch = { grid = 1, block = 4 }\n[args]\n"
+            'x = { dtype = "f32", dir = "in", count = "N" }\ny = { dtype = "f32", dir = "out", count = "N" }\n',
+            "multiple of 4",
+        ),
+        (
+            "void host(const float* x, float* y) {}\n",
+            "sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\n"
+            'x = { dtype = "f32", dir = "in", count = "N" }\ny = { dtype = "f32", dir = "out", count = "N" }\n',
+            "remove launch",
+        ),
+        (
+            "__global__ void k(float** y) {}\n",
+            'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n',
+            "pointers to pointers",
+        ),
+        (
+            "__device__ void k(float* y) {}\n",
+            'sizes = { N = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n',
+            "device function",
+        ),
+        (
+            "__global__ void k(float* y) {}\n__global__ void k(double* y) {}\n",
+            'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n',
+            "overloaded",
+        ),
+        (
+            "__global__ void k(float* y, int n) {}\n",
+            'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n',
+            "missing argument",
+        ),
+        (
+            "__global__ void k(float* y) {}\n",
+            'sizes = { N = 4611686018427387904 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n',
+            r"needs 17,179,869,184 GiB; a buffer may hold at most 1024 GiB",
+        ),
+        (
+            "__global__ void k(float* y, double v) {}\n",
+            'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n'
+            'v = { value = "1' + "0" * 400 + '" }\n',
+            "too large",
+        ),
+        (
+            "__global__ void k(float* y, short int n) {}\n",
+            'sizes = { N = 4 }\nlaunch = { grid = 1, block = 4 }\n[args]\ny = { dtype = "f32", dir = "out", count = "N" }\n'
+            "n = { value = 70000 }\n",
+            "does not fit",
+        ),
     ],
-)  # fmt: skip
+)
 def test_plan_errors_name_the_problem(source: str, body: str, needle: str) -> None:
     model = parse_source(source, "/tmp/t.cu")
     with pytest.raises(HarnessError, match=needle):
@@ -852,29 +923,100 @@ def _write_result_dir(d: Path, **overrides: object) -> None:
     (d / "h.bin").write_bytes(struct.pack("<2e", 0.5, -1.0))
     (d / "timings.bin").write_bytes(struct.pack("<3d", 0.125, 0.25, 0.5))
     doc: dict[str, Any] = {
-        "format": RESULT_FORMAT, "status": "ok", "error": None, "mode": "check", "entry": "k",
-        "entry_kind": "global", "source": "/src/k.cu", "shape": 1, "num_shapes": 2, "seed": 18446744073709551615,
-        "poison": "nan", "sizes": {"N": 4}, "scalars": {"n": 4}, "grid": [1, 1, 1], "block": [4, 1, 1], "smem": 0,
-        "device": {"index": 0, "name": "NVIDIA H100 80GB HBM3", "cc": "9.0", "sm_count": 132, "l2_bytes": 52428800,
-                   "clock_khz": 1980000, "mem_clock_khz": 2619000, "driver_version": 12080, "runtime_version": 13000},
+        "format": RESULT_FORMAT,
+        "status": "ok",
+        "error": None,
+        "mode": "check",
+        "entry": "k",
+        "entry_kind": "global",
+        "source": "/src/k.cu",
+        "shape": 1,
+        "num_shapes": 2,
+        "seed": 18446744073709551615,
+        "poison": "nan",
+        "sizes": {"N": 4},
+        "scalars": {"n": 4},
+        "grid": [1, 1, 1],
+        "block": [4, 1, 1],
+        "smem": 0,
+        "device": {
+            "index": 0,
+            "name": "NVIDIA H100 80GB HBM3",
+            "cc": "9.0",
+            "sm_count": 132,
+            "l2_bytes": 52428800,
+            "clock_khz": 1980000,
+            "mem_clock_khz": 2619000,
+            "driver_version": 12080,
+            "runtime_version": 13000,
+        },
         "kernel_attrs": {"num_regs": 16},
         "buffers": [
-            {"name": "x", "index": 0, "ctype": "const float*", "dtype": "f32", "dir": "in", "count": 4, "bytes": 16,
-             "file": None, "input_file": "x.in.bin", "hash_before": "0x00000000000000ff",
-             "hash_after": "0x00000000000000fe", "digest": None, "unwritten": None, "poison_byte": None,
-             "rep_digests": None, "rep_unwritten": None},
-            {"name": "y", "index": 1, "ctype": "float*", "dtype": "f32", "dir": "out", "count": 4, "bytes": 16,
-             "file": "y.bin", "input_file": None, "hash_before": None, "hash_after": None,
-             "digest": "0x0123456789abcdef", "unwritten": 1, "poison_byte": 255,
-             "rep_digests": ["0x1", "0x2"], "rep_unwritten": [0, 0]},
-            {"name": "h", "index": 2, "ctype": "__half*", "dtype": "f16", "dir": "inout", "count": 2, "bytes": 4,
-             "file": "h.bin", "input_file": None, "hash_before": "0x10", "hash_after": None,
-             "digest": "0x2", "unwritten": None, "poison_byte": None, "rep_digests": [], "rep_unwritten": None},
+            {
+                "name": "x",
+                "index": 0,
+                "ctype": "const float*",
+                "dtype": "f32",
+                "dir": "in",
+                "count": 4,
+                "bytes": 16,
+                "file": None,
+                "input_file": "x.in.bin",
+                "hash_before": "0x00000000000000ff",
+                "hash_after": "0x00000000000000fe",
+                "digest": None,
+                "unwritten": None,
+                "poison_byte": None,
+                "rep_digests": None,
+                "rep_unwritten": None,
+            },
+            {
+                "name": "y",
+                "index": 1,
+                "ctype": "float*",
+                "dtype": "f32",
+                "dir": "out",
+                "count": 4,
+                "bytes": 16,
+                "file": "y.bin",
+                "input_file": None,
+                "hash_before": None,
+                "hash_after": None,
+                "digest": "0x0123456789abcdef",
+                "unwritten": 1,
+                "poison_byte": 255,
+                "rep_digests": ["0x1", "0x2"],
+                "rep_unwritten": [0, 0],
+            },
+            {
+                "name": "h",
+                "index": 2,
+                "ctype": "__half*",
+                "dtype": "f16",
+                "dir": "inout",
+                "count": 2,
+                "bytes": 4,
+                "file": "h.bin",
+                "input_file": None,
+                "hash_before": "0x10",
+                "hash_after": None,
+                "digest": "0x2",
+                "unwritten": None,
+                "poison_byte": None,
+                "rep_digests": [],
+                "rep_unwritten": None,
+            },
         ],
-        "timings_ms": [0.125, 0.25, 0.5], "timings_sync_ms": [0.2, 0.3, None], "warmup": 2, "reps": 3,
-        "fresh_inputs": False, "l2_flush_bytes": 104857600, "persisting_l2_limit_set": True,
-        "persisting_l2_error": None, "pad_bytes": 4096,
-    }  # fmt: skip
+        "timings_ms": [0.125, 0.25, 0.5],
+        "timings_sync_ms": [0.2, 0.3, None],
+        "warmup": 2,
+        "reps": 3,
+        "fresh_inputs": False,
+        "l2_flush_bytes": 104857600,
+        "persisting_l2_limit_set": True,
+        "persisting_l2_error": None,
+        "pad_bytes": 4096,
+    }
     doc.update(overrides)
     (d / "result.json").write_text(json.dumps(doc, indent=2))
 
@@ -941,7 +1083,9 @@ def _build_one(text: str, entry: str, tmp_path: Path) -> tuple[HarnessPlan, Path
     hcu = tmp_path / "harness.cu"
     hcu.write_text(generate_harness(plan, str(src)))
     exe = tmp_path / "harness"
-    proc = subprocess.run(harness_compile_command(str(hcu), str(exe), "sm_90"), capture_output=True, text=True)
+    proc = subprocess.run(
+        harness_compile_command(str(hcu), str(exe), "sm_90"), capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return plan, exe
 
@@ -1001,8 +1145,21 @@ def test_vadd_end_to_end_on_gpu(tmp_path: Path) -> None:
 
         # time mode
         out_t = tmp_path / f"time{shape}"
-        p = _run(exe, "--mode", "time", "--shape", str(shape), "--seed", "3", "--out", str(out_t),
-                 "--reps", "20", "--warmup", "3")  # fmt: skip
+        p = _run(
+            exe,
+            "--mode",
+            "time",
+            "--shape",
+            str(shape),
+            "--seed",
+            "3",
+            "--out",
+            str(out_t),
+            "--reps",
+            "20",
+            "--warmup",
+            "3",
+        )
         assert p.returncode == 0, p.stderr
         rt = read_result(out_t)
         assert rt.status == "ok", rt.error
@@ -1020,8 +1177,22 @@ def test_vadd_end_to_end_on_gpu(tmp_path: Path) -> None:
 
         # fresh inputs per launch: outputs still fully written, digests now differ between launches
         out_f = tmp_path / f"fresh{shape}"
-        p = _run(exe, "--mode", "time", "--shape", str(shape), "--seed", "3", "--out", str(out_f),
-                 "--reps", "5", "--warmup", "1", "--fresh-inputs")  # fmt: skip
+        p = _run(
+            exe,
+            "--mode",
+            "time",
+            "--shape",
+            str(shape),
+            "--seed",
+            "3",
+            "--out",
+            str(out_f),
+            "--reps",
+            "5",
+            "--warmup",
+            "1",
+            "--fresh-inputs",
+        )
         assert p.returncode == 0, p.stderr
         rf = read_result(out_f)
         assert rf.ok and rf.fresh_inputs and rf.buffer("c").rep_unwritten == [0] * 5
@@ -1035,8 +1206,14 @@ def test_vadd_end_to_end_on_gpu(tmp_path: Path) -> None:
         assert read_result(out_p).ok
 
 
-@pytest.mark.parametrize("content", [b"\xff\xfe not utf-8", b'{"format": "kernellsp-harness/1", "status": "ok", "seed": Infinity}',
-                                     b"[" * 100_000])  # fmt: skip
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"\xff\xfe not utf-8",
+        b'{"format": "kernellsp-harness/1", "status": "ok", "seed": Infinity}',
+        b"[" * 100_000,
+    ],
+)
 def test_damaged_result_json_is_a_harness_error(tmp_path: Path, content: bytes) -> None:
     (tmp_path / "result.json").write_bytes(content)
     with pytest.raises(HarnessError, match=r"result\.json"):
@@ -1060,19 +1237,26 @@ def test_guard_pages_canaries_and_shared_memory_poison_on_gpu(tmp_path: Path) ->
     """The at-speed defences: an access past a buffer's end faults (guard page), a write just outside it is
     counted (canary), shared memory no thread wrote reads as the poison, whatever the last kernel left."""
     _, exe = _build_one(GUARD_PROBE, "probe", tmp_path)
-    ok = _run(exe, "--mode", "check", "--shape", "0", "--out", str(tmp_path / "ok"), "--seed", "4", "--dump-inputs")
+    ok = _run(
+        exe, "--mode", "check", "--shape", "0", "--out", str(tmp_path / "ok"), "--seed", "4", "--dump-inputs"
+    )
     r = read_result(tmp_path / "ok")
     assert ok.returncode == 0 and r.ok, r.error
     assert r.alloc["kind"] == "guard" and r.alloc["granularity"] >= 4096 and r.alloc["error"] is None
     assert all(b.guarded for b in r.buffers) and r.guard_damage() == {}
-    assert r.smem_poison["done"] and r.smem_poison["sms_covered"] == r.device["sm_count"] == r.smem_poison["sm_count"]  # type: ignore[index]
+    assert (
+        r.smem_poison["done"]
+        and r.smem_poison["sms_covered"] == r.device["sm_count"] == r.smem_poison["sm_count"]
+    )  # type: ignore[index]
     assert r.smem_poison["bytes_per_sm"] >= 48 * 1024
     a = r.read_input("a")
     assert list(r.read_buffer("c")) == [2.0 * x for x in a]
 
     far = _run(exe, "--mode", "check", "--shape", "1", "--out", str(tmp_path / "far"))
     rf = read_result(tmp_path / "far")
-    assert far.returncode == 3 and rf.status == "runtime_error" and "IllegalAddress" in (rf.error or ""), rf.error
+    assert far.returncode == 3 and rf.status == "runtime_error" and "IllegalAddress" in (rf.error or ""), (
+        rf.error
+    )
 
     tail = _run(exe, "--mode", "check", "--shape", "2", "--out", str(tmp_path / "tail"))
     rt = read_result(tmp_path / "tail")
@@ -1087,7 +1271,9 @@ def test_guard_pages_canaries_and_shared_memory_poison_on_gpu(tmp_path: Path) ->
         p = _run(exe, "--mode", "check", "--shape", "3", "--out", str(out), "--poison", poison)
         assert p.returncode == 0, p.stderr
         raw = read_result(out).read_bytes("c")
-        assert raw == bytes([byte]) * len(raw), f"shared memory read back {raw[:8].hex()} under --poison {poison}"
+        assert raw == bytes([byte]) * len(raw), (
+            f"shared memory read back {raw[:8].hex()} under --poison {poison}"
+        )
 
     # --alloc plain (what compute-sanitizer gets): cudaMalloc, exact sizes, no guard pages.
     plain = _run(exe, "--mode", "check", "--shape", "0", "--out", str(tmp_path / "plain"), "--alloc", "plain")
@@ -1100,8 +1286,15 @@ def test_input_sets_and_checked_launches_on_gpu(tmp_path: Path) -> None:
     """check --sets runs one launch per set; time --check-launches keeps randomly picked timed launches whose
     inputs the set SEED@LAUNCH reproduces, so their outputs can be compared with another binary's."""
     plan, exe = _build_one(VADD, "vadd", tmp_path)
-    sets = [input_set(7), input_set(8, "spikes"), input_set(9, "alternating", abs=True), input_set(10, "wide")]
-    p = _run(exe, "--mode", "check", "--out", str(tmp_path / "sets"), "--sets", ",".join(sets), "--dump-inputs")
+    sets = [
+        input_set(7),
+        input_set(8, "spikes"),
+        input_set(9, "alternating", abs=True),
+        input_set(10, "wide"),
+    ]
+    p = _run(
+        exe, "--mode", "check", "--out", str(tmp_path / "sets"), "--sets", ",".join(sets), "--dump-inputs"
+    )
     r = read_result(tmp_path / "sets")
     assert p.returncode == 0 and r.ok, r.error
     assert [s.spec for s in r.sets] == sets
@@ -1114,8 +1307,22 @@ def test_input_sets_and_checked_launches_on_gpu(tmp_path: Path) -> None:
         assert s.buffers["a"].mutated is False and s.buffers["c"].unwritten == 0
     assert r.read_bytes("c") == r.read_set_bytes(0, "c")  # set 0 keeps the legacy files and fields
 
-    t = _run(exe, "--mode", "time", "--seed", "21", "--out", str(tmp_path / "t"), "--reps", "12", "--warmup", "2",
-             "--fresh-inputs", "--check-launches", "3")  # fmt: skip
+    t = _run(
+        exe,
+        "--mode",
+        "time",
+        "--seed",
+        "21",
+        "--out",
+        str(tmp_path / "t"),
+        "--reps",
+        "12",
+        "--warmup",
+        "2",
+        "--fresh-inputs",
+        "--check-launches",
+        "3",
+    )
     rt = read_result(tmp_path / "t")
     assert t.returncode == 0 and rt.ok, rt.error
     assert len(rt.snapshots) == 3
@@ -1133,8 +1340,22 @@ def test_input_sets_and_checked_launches_on_gpu(tmp_path: Path) -> None:
     # The picks vary between runs (OS entropy after each launch), not with the seed.
     picks = {tuple(launches)}
     for k in range(4):
-        _run(exe, "--mode", "time", "--seed", "21", "--out", str(tmp_path / f"t{k}"), "--reps", "12", "--warmup", "2",
-             "--fresh-inputs", "--check-launches", "3")  # fmt: skip
+        _run(
+            exe,
+            "--mode",
+            "time",
+            "--seed",
+            "21",
+            "--out",
+            str(tmp_path / f"t{k}"),
+            "--reps",
+            "12",
+            "--warmup",
+            "2",
+            "--fresh-inputs",
+            "--check-launches",
+            "3",
+        )
         picks.add(tuple(sn.launch for sn in read_result(tmp_path / f"t{k}").snapshots))
     assert len(picks) > 1, picks
 
@@ -1148,16 +1369,27 @@ def test_patterns_keep_a_naive_float32_sum_as_accurate_as_the_spec_inputs(tmp_pa
     be far off on the ramp and alternating patterns. The inputs come from the compiled harness (mode inputs)."""
     import numpy as np
 
-    text = VADD.replace('dist = "normal(0.5, 2)"', 'dist = "uniform(0, 1)"').replace("N = 4096", "N = 4194304")
+    text = VADD.replace('dist = "normal(0.5, 2)"', 'dist = "uniform(0, 1)"').replace(
+        "N = 4096", "N = 4194304"
+    )
     src = tmp_path / "vadd.cu"
     src.write_text(text)
     plan = _plan_of(text, "vadd", str(src))
     (tmp_path / "h.cu").write_text(generate_harness(plan, str(src)))
-    proc = subprocess.run(harness_compile_command(str(tmp_path / "h.cu"), str(tmp_path / "h"), "sm_90"),
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        harness_compile_command(str(tmp_path / "h.cu"), str(tmp_path / "h"), "sm_90"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     sets = [input_set(17, p) for p in PATTERNS]
-    assert _run(tmp_path / "h", "--mode", "inputs", "--out", str(tmp_path / "o"), "--sets", ",".join(sets)).returncode == 0
+    assert (
+        _run(
+            tmp_path / "h", "--mode", "inputs", "--out", str(tmp_path / "o"), "--sets", ",".join(sets)
+        ).returncode
+        == 0
+    )
     res = read_result(tmp_path / "o")
     n = plan.shapes[0].counts["b"]
 

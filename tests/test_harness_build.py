@@ -50,8 +50,19 @@ def _unit(runner: LocalRunner, sample: str, text: str | None = None) -> tuple[st
 
 def _build(runner: LocalRunner, wd: str, key: str, flags: list[str], **kw: object) -> hb.HarnessBuild:
     assert NVCC is not None
-    return hb.build_harness(runner, wd, "h.cu", "h", "sm_90", flags, nvcc=NVCC, nvcc_version="test",
-                            sources_key=key, timeout_s=600, **kw)  # type: ignore[arg-type]  # fmt: skip
+    return hb.build_harness(
+        runner,
+        wd,
+        "h.cu",
+        "h",
+        "sm_90",
+        flags,
+        nvcc=NVCC,
+        nvcc_version="test",
+        sources_key=key,
+        timeout_s=600,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def test_split_unit_has_the_interface_only_and_no_main() -> None:

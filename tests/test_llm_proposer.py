@@ -47,16 +47,42 @@ def findings(ruleset: RuleSet) -> list[Finding]:
 def _profile() -> dict[str, Any]:
     """A profile summary in the shape kernellsp.profile.ncu.KernelSummary has (values of an H100 run)."""
     return KernelSummary(
-        name="vector_add", entry="vector_add", duration_ns=245_310.0, dram_pct=88.4, fp32_pct=1.2, sm_pct=21.0,
+        name="vector_add",
+        entry="vector_add",
+        duration_ns=245_310.0,
+        dram_pct=88.4,
+        fp32_pct=1.2,
+        sm_pct=21.0,
         bottleneck="memory-bound (DRAM)",
-        hot_lines=[{"file": "vector_add.cu", "line": 19, "share": 0.83, "stall": "long_scoreboard",
-                    "stall_share": 0.91}],
-        metrics={"dominant_stall": "long_scoreboard", "dominant_stall_share": 0.7, "achieved_occupancy_pct": 81.0},
-        ncu_rules=[{"id": "SOLBottleneck", "type": "OPT", "title": "DRAM throughput is close to its peak",
-                    "speedup_pct": None},
-                   {"id": "MemoryL2Compression", "type": "OPT", "title": "Vectorize global memory accesses",
-                    "speedup_pct": 12.5}],
-    ).__dict__  # fmt: skip
+        hot_lines=[
+            {
+                "file": "vector_add.cu",
+                "line": 19,
+                "share": 0.83,
+                "stall": "long_scoreboard",
+                "stall_share": 0.91,
+            }
+        ],
+        metrics={
+            "dominant_stall": "long_scoreboard",
+            "dominant_stall_share": 0.7,
+            "achieved_occupancy_pct": 81.0,
+        },
+        ncu_rules=[
+            {
+                "id": "SOLBottleneck",
+                "type": "OPT",
+                "title": "DRAM throughput is close to its peak",
+                "speedup_pct": None,
+            },
+            {
+                "id": "MemoryL2Compression",
+                "type": "OPT",
+                "title": "Vectorize global memory accesses",
+                "speedup_pct": 12.5,
+            },
+        ],
+    ).__dict__
 
 
 @pytest.fixture
@@ -65,11 +91,24 @@ def ctx(findings: list[Finding]) -> ProposalContext:
     model = parse_source(text, str(VECTOR_ADD))
     bound = next(b for b in specmod.specs_from_source(model)[0] if b.entry == "vector_add")
     return ProposalContext(
-        path=str(VECTOR_ADD), text=text, original_text=text, entry="vector_add", model=model, spec=bound,
-        findings=list(findings), profile=_profile(),
-        tried=[{"key": "0123456789abcdef", "description": "BLOCK = 512 (tunable order)", "proposer": "tuner",
-                "verdict": "not_faster", "speedup": 1.004}],
-    )  # fmt: skip
+        path=str(VECTOR_ADD),
+        text=text,
+        original_text=text,
+        entry="vector_add",
+        model=model,
+        spec=bound,
+        findings=list(findings),
+        profile=_profile(),
+        tried=[
+            {
+                "key": "0123456789abcdef",
+                "description": "BLOCK = 512 (tunable order)",
+                "proposer": "tuner",
+                "verdict": "not_faster",
+                "speedup": 1.004,
+            }
+        ],
+    )
 
 
 @pytest.fixture
@@ -100,8 +139,10 @@ def test_good_answer_gives_in_scope_candidates(fake: FakeLlm, ruleset: RuleSet, 
     fake.script("good")
     prop = _proposer(fake, ruleset)
     cands = prop.propose(ctx, 4)
-    assert [c.description for c in cands] == ["const __restrict__ inputs and a grid-stride loop",
-                                              "float4 loads and stores with a scalar tail"]  # fmt: skip
+    assert [c.description for c in cands] == [
+        "const __restrict__ inputs and a grid-stride loop",
+        "float4 loads and stores with a scalar tail",
+    ]
     for c in cands:
         assert c.proposer == "llm" and prop.name == "llm"
         assert c.rules == ["KL405"]
@@ -176,12 +217,25 @@ def test_prompt_carries_kernel_spec_rules_profile_and_memory(
     _proposer(fake, ruleset).propose(ctx, 3)
     system, user = (m["content"] for m in fake.chat_requests[0]["messages"])
     assert system == SYSTEM_PROMPT
-    for phrase in ("expert CUDA performance engineer", "H100", "sm_90", '"candidates"', "predicted_gain_pct",
-                   "__restrict__", "__launch_bounds__", '"launch" field', "#include", "#define",
-                   "file scope", "streams, CUDA graphs", "tolerance", "re-association"):  # fmt: skip
+    for phrase in (
+        "expert CUDA performance engineer",
+        "H100",
+        "sm_90",
+        '"candidates"',
+        "predicted_gain_pct",
+        "__restrict__",
+        "__launch_bounds__",
+        '"launch" field',
+        "#include",
+        "#define",
+        "file scope",
+        "streams, CUDA graphs",
+        "tolerance",
+        "re-association",
+    ):
         assert phrase in system, phrase
     # The kernel source, verbatim.
-    kernel_src = ctx.text[ctx.text.index("__global__ void vector_add"):].rstrip()
+    kernel_src = ctx.text[ctx.text.index("__global__ void vector_add") :].rstrip()
     assert kernel_src in user
     assert "#include <cuda_runtime.h>" in user  # read-only context
     # The spec as TOML.
@@ -227,7 +281,9 @@ def test_prompt_without_profile_or_history(ruleset: RuleSet, ctx: ProposalContex
 # Unusable answers are retried with the parse error
 
 
-def test_malformed_answer_is_retried_with_the_error(fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext) -> None:
+def test_malformed_answer_is_retried_with_the_error(
+    fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext
+) -> None:
     fake.script("malformed", "good")
     prop = _proposer(fake, ruleset)
     cands = prop.propose(ctx, 4)
@@ -248,12 +304,15 @@ def test_malformed_answer_is_retried_with_the_error(fake: FakeLlm, ruleset: Rule
 
 @pytest.mark.parametrize(
     ("behaviour", "phrase"),
-    [("malformed", "not a JSON object"),
-     ("missing_field", "candidate 1: missing field(s) 'code'"),
-     ("no_kernel", "does not define global function vector_add")],
-)  # fmt: skip
-def test_three_unusable_answers_raise(fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext,
-                                      behaviour: str, phrase: str) -> None:  # fmt: skip
+    [
+        ("malformed", "not a JSON object"),
+        ("missing_field", "candidate 1: missing field(s) 'code'"),
+        ("no_kernel", "does not define global function vector_add"),
+    ],
+)
+def test_three_unusable_answers_raise(
+    fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext, behaviour: str, phrase: str
+) -> None:
     fake.script(behaviour, behaviour, behaviour, "good")
     prop = _proposer(fake, ruleset)
     with pytest.raises(ProposerError, match="no usable answer in 3 attempts") as info:
@@ -266,11 +325,11 @@ def test_three_unusable_answers_raise(fake: FakeLlm, ruleset: RuleSet, ctx: Prop
 
 @pytest.mark.parametrize(
     ("behaviour", "phrase"),
-    [("scope", "'#include <cuda_fp16.h>'"),
-     ("scope_signature", "changed the signature of vector_add")],
-)  # fmt: skip
-def test_scope_violation_is_a_parse_error(fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext,
-                                          behaviour: str, phrase: str) -> None:  # fmt: skip
+    [("scope", "'#include <cuda_fp16.h>'"), ("scope_signature", "changed the signature of vector_add")],
+)
+def test_scope_violation_is_a_parse_error(
+    fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext, behaviour: str, phrase: str
+) -> None:
     fake.script(behaviour, "good")
     prop = _proposer(fake, ruleset)
     cands = prop.propose(ctx, 4)
@@ -281,15 +340,18 @@ def test_scope_violation_is_a_parse_error(fake: FakeLlm, ruleset: RuleSet, ctx: 
 
 @pytest.mark.parametrize(
     ("launch", "phrase"),
-    [({"grid": "ceil_div(N, 2048)", "block": 2048}, "exceeds the 1024-thread limit"),
-     ({"grid": "ceil_div(N, 256)", "block": 256, "stream": 1}, "unknown field(s) 'stream'"),
-     ({"grid": True, "block": 256}, "'launch.grid' must be an integer"),
-     ({"grid": "ceil_div(M, 256)", "block": 256}, "unknown name 'M'"),
-     ({"grid": "N / 0", "block": 256}, "division by zero"),
-     ({"block": 256}, "'launch' needs 'grid'")],
-)  # fmt: skip
-def test_bad_launch_is_a_parse_error(fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext,
-                                     launch: dict[str, Any], phrase: str) -> None:  # fmt: skip
+    [
+        ({"grid": "ceil_div(N, 2048)", "block": 2048}, "exceeds the 1024-thread limit"),
+        ({"grid": "ceil_div(N, 256)", "block": 256, "stream": 1}, "unknown field(s) 'stream'"),
+        ({"grid": True, "block": 256}, "'launch.grid' must be an integer"),
+        ({"grid": "ceil_div(M, 256)", "block": 256}, "unknown name 'M'"),
+        ({"grid": "N / 0", "block": 256}, "division by zero"),
+        ({"block": 256}, "'launch' needs 'grid'"),
+    ],
+)
+def test_bad_launch_is_a_parse_error(
+    fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext, launch: dict[str, Any], phrase: str
+) -> None:
     fake.script({"content": answer(candidate(GRID_STRIDE, "bigger blocks", launch=launch))}, "good")
     prop = _proposer(fake, ruleset)
     assert len(prop.propose(ctx, 4)) == 2
@@ -301,8 +363,11 @@ def test_strict_schema(fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext) ->
     extra = candidate(GRID_STRIDE, "grid-stride")
     extra["confidence"] = 0.9
     bad_gain = candidate(GRID_STRIDE, "grid-stride", gain="a lot")  # type: ignore[arg-type]
-    fake.script({"content": answer(extra)}, {"content": answer(bad_gain)},
-                {"content": '{"candidates": [], "notes": "none"}'})  # fmt: skip
+    fake.script(
+        {"content": answer(extra)},
+        {"content": answer(bad_gain)},
+        {"content": '{"candidates": [], "notes": "none"}'},
+    )
     prop = _proposer(fake, ruleset)
     with pytest.raises(ProposerError):
         prop.propose(ctx, 4)
@@ -315,10 +380,14 @@ def test_strict_schema(fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext) ->
 def test_extract_json() -> None:
     assert extract_json('{"candidates": []}') == {"candidates": []}
     assert extract_json('Sure.\n```json\n{"candidates": []}\n```') == {"candidates": []}
-    for bad, phrase in (("", "empty"), ("Here you go: {}", "not a JSON object"),
-                        ("```json\n{}\n```\n```json\n{}\n```", "2 fenced blocks"),
-                        ("```cuda\n{}\n```", "marked 'cuda'"), ('{"candidates": [}', "not valid JSON"),
-                        ('{"candidates": []} and more', "not valid JSON: Extra data")):  # fmt: skip
+    for bad, phrase in (
+        ("", "empty"),
+        ("Here you go: {}", "not a JSON object"),
+        ("```json\n{}\n```\n```json\n{}\n```", "2 fenced blocks"),
+        ("```cuda\n{}\n```", "marked 'cuda'"),
+        ('{"candidates": [}', "not valid JSON"),
+        ('{"candidates": []} and more', "not valid JSON: Extra data"),
+    ):
         with pytest.raises(AnswerError, match=phrase):
             extract_json(bad)
 
@@ -360,8 +429,10 @@ def test_unreachable_port(ruleset: RuleSet, ctx: ProposalContext) -> None:
     prop = LlmProposer(LlmSettings(base_url=url, model="m", api_key_env=NO_KEY_VAR, timeout_s=5), ruleset)
     with pytest.raises(ProposerError) as info:
         prop.propose(ctx, 4)
-    assert str(info.value) == (f"cannot reach the LLM at {url}: connection refused; check llm.base_url or unset "
-                               "it to use the built-in tuner")  # fmt: skip
+    assert str(info.value) == (
+        f"cannot reach the LLM at {url}: connection refused; check llm.base_url or unset "
+        "it to use the built-in tuner"
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -391,21 +462,35 @@ def test_tried_keys_are_not_proposed_again(fake: FakeLlm, ruleset: RuleSet, ctx:
     fake.script("good", "good")
     prop = _proposer(fake, ruleset)
     first = prop.propose(ctx, 4)
-    ctx.tried.append({"key": first[0].key, "description": first[0].description, "proposer": "llm",
-                      "verdict": "not_faster", "speedup": 1.01})  # fmt: skip
+    ctx.tried.append(
+        {
+            "key": first[0].key,
+            "description": first[0].description,
+            "proposer": "llm",
+            "verdict": "not_faster",
+            "speedup": 1.01,
+        }
+    )
     second = prop.propose(ctx, 4)
     assert [c.key for c in second] == [first[1].key]
-    assert prop.dropped == [{"key": first[0].key, "description": first[0].description, "reason": "already tried",
-                             "round": 0}]  # fmt: skip
+    assert prop.dropped == [
+        {"key": first[0].key, "description": first[0].description, "reason": "already tried", "round": 0}
+    ]
     user = fake.chat_requests[1]["messages"][1]["content"]
     assert "const __restrict__ inputs and a grid-stride loop [llm] -> not_faster (measured 1.010x)" in user
 
 
-def test_unchanged_and_duplicate_candidates_are_dropped(fake: FakeLlm, ruleset: RuleSet,
-                                                       ctx: ProposalContext) -> None:  # fmt: skip
-    original = ctx.text[ctx.text.index("__global__ void vector_add"):]
-    fake.script({"content": answer(candidate(original, "no change"), candidate(GRID_STRIDE, "a"),
-                                   candidate(GRID_STRIDE, "b"))})  # fmt: skip
+def test_unchanged_and_duplicate_candidates_are_dropped(
+    fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext
+) -> None:
+    original = ctx.text[ctx.text.index("__global__ void vector_add") :]
+    fake.script(
+        {
+            "content": answer(
+                candidate(original, "no change"), candidate(GRID_STRIDE, "a"), candidate(GRID_STRIDE, "b")
+            )
+        }
+    )
     prop = _proposer(fake, ruleset)
     cands = prop.propose(ctx, 4)
     assert [c.description for c in cands] == ["a"]
@@ -423,8 +508,9 @@ def test_unconfigured_settings(ruleset: RuleSet) -> None:
         LlmProposer(LlmSettings(), ruleset)
 
 
-def test_key_is_sent_but_never_reported(fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_key_is_sent_but_never_reported(
+    fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
     secret = "sk-test-0123456789-secret"
     monkeypatch.setenv(NO_KEY_VAR, secret)
     fake.script("malformed", "echo_key")  # the server's error message quotes the key back
@@ -446,13 +532,19 @@ def test_is_loopback() -> None:
 
 
 def test_workspace_spec_keeps_its_launch(fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext) -> None:
-    ctx.spec = specmod.BoundSpec(spec=ctx.spec.spec, entry="vector_add", origin="workspace",
-                                 origin_path="kernellsp.toml")  # fmt: skip
-    fake.script({"content": answer(candidate(FLOAT4, "float4", launch={"grid": "ceil_div(N, 1024)", "block": 256}))},
-                "wrong")  # fmt: skip
+    ctx.spec = specmod.BoundSpec(
+        spec=ctx.spec.spec, entry="vector_add", origin="workspace", origin_path="kernellsp.toml"
+    )
+    fake.script(
+        {"content": answer(candidate(FLOAT4, "float4", launch={"grid": "ceil_div(N, 1024)", "block": 256}))},
+        "wrong",
+    )
     prop = _proposer(fake, ruleset)
     assert len(prop.propose(ctx, 4)) == 1
-    assert "'launch' must be null: the spec of vector_add lives in kernellsp.toml" in prop.calls[0]["parse_error"]
+    assert (
+        "'launch' must be null: the spec of vector_add lives in kernellsp.toml"
+        in prop.calls[0]["parse_error"]
+    )
     assert 'keep "launch": null' in fake.chat_requests[0]["messages"][1]["content"]
 
 
@@ -504,8 +596,9 @@ def test_later_rounds_quote_the_profiled_original(ruleset: RuleSet, ctx: Proposa
 
 
 @pytest.mark.parametrize("behaviour", ["no_choices", "broken_body"])
-def test_unusable_completion_is_a_proposer_error(fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext,
-                                                 behaviour: str) -> None:  # fmt: skip
+def test_unusable_completion_is_a_proposer_error(
+    fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext, behaviour: str
+) -> None:
     fake.script(behaviour)
     prop = _proposer(fake, ruleset)
     with pytest.raises(ProposerError) as info:
@@ -514,18 +607,28 @@ def test_unusable_completion_is_a_proposer_error(fake: FakeLlm, ruleset: RuleSet
     assert len(fake.chat_requests) == 1, "a protocol error is not retried like a bad answer"
 
 
-def test_absurd_numbers_in_the_answer_are_parse_errors(fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext) -> None:
+def test_absurd_numbers_in_the_answer_are_parse_errors(
+    fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext
+) -> None:
     huge = "9" * 5000  # more digits than Python's int parser accepts by default
-    fake.script({"content": answer(candidate(GRID_STRIDE, "grid-stride")).replace('"code"', f'"n": {huge}, "code"', 1)},
-                {"content": answer({**candidate(GRID_STRIDE, "grid-stride"), "predicted_gain_pct": 10**400})},
-                "good")  # fmt: skip
+    fake.script(
+        {
+            "content": answer(candidate(GRID_STRIDE, "grid-stride")).replace(
+                '"code"', f'"n": {huge}, "code"', 1
+            )
+        },
+        {"content": answer({**candidate(GRID_STRIDE, "grid-stride"), "predicted_gain_pct": 10**400})},
+        "good",
+    )
     prop = _proposer(fake, ruleset)
     assert prop.propose(ctx, 4)
     errors = [c.get("parse_error", "") for c in prop.calls[:2]]
     assert errors[0].startswith("not valid JSON: ") and errors[1]
 
 
-def test_negative_usage_cannot_refill_the_budget(fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext) -> None:
+def test_negative_usage_cannot_refill_the_budget(
+    fake: FakeLlm, ruleset: RuleSet, ctx: ProposalContext
+) -> None:
     fake.script({"content": answer(candidate(GRID_STRIDE, "grid-stride")), "usage": (-1_000_000, 0)})
     prop = _proposer(fake, ruleset)
     prop.propose(ctx, 4)

@@ -23,8 +23,9 @@ from test_lsp_support import (  # shared fixtures and helpers
 )
 
 
-def _params(uri: str, line: int, diags: list[types.Diagnostic], only: list[str] | None = None,
-            col: int = 0) -> types.CodeActionParams:  # fmt: skip
+def _params(
+    uri: str, line: int, diags: list[types.Diagnostic], only: list[str] | None = None, col: int = 0
+) -> types.CodeActionParams:
     pos = types.Position(line=line, character=col)
     return types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=uri),
@@ -80,7 +81,9 @@ async def test_offered_on_cursor_without_diagnostic(client: LanguageClient, work
     path = workspace / "nospec.cu"
     uri = open_doc(client, path)
     await wait_publications(client, uri)
-    body_line = next(i for i, t in enumerate(path.read_text().splitlines()) if t.strip() == "c[i] = a[i] + b[i];")
+    body_line = next(
+        i for i, t in enumerate(path.read_text().splitlines()) if t.strip() == "c[i] = a[i] + b[i];"
+    )
     actions = await client.text_document_code_action_async(_params(uri, body_line, []))
     assert [a.title for a in actions] == ["Add launch spec for vector_add"]
     assert actions[0].diagnostics is None
@@ -94,14 +97,18 @@ async def test_only_filter(client: LanguageClient, workspace: Path) -> None:
     kl004 = [d for d in pub.diagnostics if d.code == "KL004"]
     line = kl004[0].range.start.line
     assert not await client.text_document_code_action_async(_params(uri, line, kl004, only=["refactor"]))
-    assert not await client.text_document_code_action_async(_params(uri, line, kl004, only=["source.organizeImports"]))
+    assert not await client.text_document_code_action_async(
+        _params(uri, line, kl004, only=["source.organizeImports"])
+    )
     got = await client.text_document_code_action_async(_params(uri, line, kl004, only=["quickfix"]))
     assert len(got) == 1
     got = await client.text_document_code_action_async(_params(uri, line, kl004, only=[""]))
     assert len(got) == 1
 
 
-async def test_templated_kernel_spec_goes_above_template_with_indent(client: LanguageClient, workspace: Path) -> None:
+async def test_templated_kernel_spec_goes_above_template_with_indent(
+    client: LanguageClient, workspace: Path
+) -> None:
     path = workspace / "templated.cu"
     uri = open_doc(client, path)
     pub = await wait_publications(client, uri)
@@ -122,6 +129,8 @@ async def test_stale_diagnostic_without_data_still_works(client: LanguageClient,
     uri = open_doc(client, workspace / "nospec.cu")
     pub = await wait_publications(client, uri)
     d = next(d for d in pub.diagnostics if d.code == "KL004")
-    bare = types.Diagnostic(range=d.range, message=d.message, severity=d.severity, code=d.code, source=d.source)
+    bare = types.Diagnostic(
+        range=d.range, message=d.message, severity=d.severity, code=d.code, source=d.source
+    )
     actions = await client.text_document_code_action_async(_params(uri, d.range.start.line, [bare]))
     assert [a.title for a in actions] == ["Add launch spec for vector_add"]

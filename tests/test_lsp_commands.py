@@ -31,9 +31,17 @@ async def _run(client: LanguageClient, command: str, *args: object) -> object:
 
 async def test_commands_advertised(client: LanguageClient) -> None:
     cmds = client.init_result.capabilities.execute_command_provider.commands
-    assert sorted(cmds) == ["kernellsp.addLaunchSpec", "kernellsp.cancelJob", "kernellsp.checkFile",
-                            "kernellsp.checkWorkspace", "kernellsp.optimize", "kernellsp.revert",
-                            "kernellsp.showProfile", "kernellsp.showRule", "kernellsp.status"]
+    assert sorted(cmds) == [
+        "kernellsp.addLaunchSpec",
+        "kernellsp.cancelJob",
+        "kernellsp.checkFile",
+        "kernellsp.checkWorkspace",
+        "kernellsp.optimize",
+        "kernellsp.revert",
+        "kernellsp.showProfile",
+        "kernellsp.showRule",
+        "kernellsp.status",
+    ]
 
 
 async def test_add_launch_spec_applies_edit(client: LanguageClient, workspace: Path) -> None:

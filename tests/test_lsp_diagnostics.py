@@ -58,8 +58,11 @@ async def test_spec_sample_has_no_missing_spec(client: LanguageClient, workspace
     assert "KL004" not in codes(pub.diagnostics)
     # The sample's read-only pointers lack __restrict__ (KL405) whether or not nvcc ran.
     assert "KL405" in codes(pub.diagnostics)
-    assert all((d.source == "kernellsp" and d.code_description is None) or d.code_description.href.startswith(RULES_URL)
-               for d in pub.diagnostics)  # fmt: skip
+    assert all(
+        (d.source == "kernellsp" and d.code_description is None)
+        or d.code_description.href.startswith(RULES_URL)
+        for d in pub.diagnostics
+    )
 
 
 async def test_save_rechecks_the_buffer(client: LanguageClient, workspace: Path) -> None:
@@ -77,11 +80,16 @@ async def test_close_clears(client: LanguageClient, workspace: Path) -> None:
     uri = open_doc(client, workspace / "nospec.cu")
     pub = await wait_publications(client, uri)
     assert pub.diagnostics
-    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
     await wait_until(lambda: len(publications(client, uri)) == 2, 10, "cleared diagnostics")
     assert len(client.diagnostics[uri]) == 0 and publications(client, uri)[-1].version is None
-    hover = await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=3, character=20)))  # fmt: skip
+    hover = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=3, character=20)
+        )
+    )
     assert hover is None  # the cached result was dropped too
 
 
@@ -90,8 +98,11 @@ async def test_progress_begin_and_end(client: LanguageClient, workspace: Path) -
     await wait_publications(client, uri)
 
     def ended() -> list[str]:
-        return [t for t, vals in client.progress_reports.items()
-                if t.startswith("kernellsp-check-") and vals and vals[-1].kind == "end"]  # fmt: skip
+        return [
+            t
+            for t, vals in client.progress_reports.items()
+            if t.startswith("kernellsp-check-") and vals and vals[-1].kind == "end"
+        ]
 
     tokens = await wait_until(ended, 10, "progress end")
     values = client.progress_reports[tokens[0]]
@@ -102,8 +113,9 @@ async def test_progress_begin_and_end(client: LanguageClient, workspace: Path) -
 async def test_user_cancel_via_progress(client_name: str, workspace: Path) -> None:
     async with lsp_session(client_name, workspace, env=server_env(KERNELLSP_TEST_JOB_DELAY="30")) as client:
         uri = open_doc(client, workspace / "nospec.cu")
-        token = await wait_until(lambda: next((t for t, v in client.progress_reports.items() if v), None),
-                                 10, "progress begin")  # fmt: skip
+        token = await wait_until(
+            lambda: next((t for t, v in client.progress_reports.items() if v), None), 10, "progress begin"
+        )
         client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
         await wait_until(lambda: client.progress_reports[token][-1].kind == "end", 10, "progress end")
         assert client.progress_reports[token][-1].message == "cancelled"

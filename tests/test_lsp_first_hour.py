@@ -36,7 +36,8 @@ async def test_show_rule_names_no_python_exception(client_name: str, workspace: 
     async with lsp_session(client_name, workspace) as client:
         try:
             await client.workspace_execute_command_async(
-                types.ExecuteCommandParams(command="kernellsp.showRule", arguments=["KL999"]))  # fmt: skip
+                types.ExecuteCommandParams(command="kernellsp.showRule", arguments=["KL999"])
+            )
         except JsonRpcException as exc:
             message = str(exc)
         else:
@@ -47,10 +48,13 @@ async def test_show_rule_names_no_python_exception(client_name: str, workspace: 
 
 async def _code_actions(client: object, uri: str, line: int) -> list[types.CodeAction]:
     pos = types.Position(line=line, character=0)
-    got = await client.text_document_code_action_async(types.CodeActionParams(  # type: ignore[attr-defined]
-        text_document=types.TextDocumentIdentifier(uri=uri), range=types.Range(start=pos, end=pos),
-        context=types.CodeActionContext(diagnostics=[]),
-    ))  # fmt: skip
+    got = await client.text_document_code_action_async(
+        types.CodeActionParams(  # type: ignore[attr-defined]
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(start=pos, end=pos),
+            context=types.CodeActionContext(diagnostics=[]),
+        )
+    )
     return [a for a in got or [] if isinstance(a, types.CodeAction)]
 
 
@@ -115,13 +119,21 @@ async def test_workspace_spec_problems_are_published_on_kernellsp_toml(
         # The kernel has a (broken) spec: no "has no launch spec" on it.
         assert not [d for d in client.diagnostics.get(uri, []) if str(d.code) == "KL004"]
         # Fixed, and saved: kernellsp.toml's diagnostics go away with the next check.
-        toml.write_text(toml.read_text().replace('"float"', '"f32"').replace('dir = "out" }', 'dir = "out", count = "N" }')
-                        .replace("[kernels.vectr_add]\nsizes = { N = 16 }\n", ""), encoding="utf-8")  # fmt: skip
+        toml.write_text(
+            toml.read_text()
+            .replace('"float"', '"f32"')
+            .replace('dir = "out" }', 'dir = "out", count = "N" }')
+            .replace("[kernels.vectr_add]\nsizes = { N = 16 }\n", ""),
+            encoding="utf-8",
+        )
         client.text_document_did_save(
             types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
         )
-        await wait_until(lambda: toml_uri in client.diagnostics and not client.diagnostics[toml_uri], 60,
-                         "kernellsp.toml cleared")  # fmt: skip
+        await wait_until(
+            lambda: toml_uri in client.diagnostics and not client.diagnostics[toml_uri],
+            60,
+            "kernellsp.toml cleared",
+        )
 
 
 STRUCT_KERNEL = """\

@@ -65,7 +65,9 @@ async def test_hover_on_diagnostic_line(client: LanguageClient, workspace: Path)
     assert await _hover(client, uri, types.Position(line=1, character=3)) is None  # `#include`
 
 
-async def test_hover_after_an_unchecked_edit_follows_the_buffer(client: LanguageClient, workspace: Path) -> None:
+async def test_hover_after_an_unchecked_edit_follows_the_buffer(
+    client: LanguageClient, workspace: Path
+) -> None:
     """Edits without a new check (no save, checkOnChange off) move the kernel; hover answers for the buffer as it
     is, and shows no findings whose lines belong to the checked text."""
     path = workspace / "vector_add.cu"
@@ -90,13 +92,18 @@ async def test_requests_stay_fast_while_a_heavy_check_runs(client: LanguageClien
     big_uri = open_doc(client, big)
 
     def big_job_running() -> bool:
-        return any(v and v[0].title == "Checking big.cu" and v[-1].kind != "end" for v in client.progress_reports.values())
+        return any(
+            v and v[0].title == "Checking big.cu" and v[-1].kind != "end"
+            for v in client.progress_reports.values()
+        )
 
     await wait_until(big_job_running, 10, "the big check to start")
     kernel = _pos(path, "vector_add(const", 2)
-    ca = types.CodeActionParams(text_document=types.TextDocumentIdentifier(uri=uri),
-                                range=types.Range(start=kernel, end=kernel),
-                                context=types.CodeActionContext(diagnostics=[]))  # fmt: skip
+    ca = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=types.Range(start=kernel, end=kernel),
+        context=types.CodeActionContext(diagnostics=[]),
+    )
     # One untimed round first: the first request of a session also builds the server's message converters.
     await _hover(client, uri, kernel)
     await client.text_document_code_action_async(ca)

@@ -313,7 +313,9 @@ def test_layers_of_an_older_version_are_not_published_with_a_newer_one() -> None
 
     server = KernelLspServer()
     sent: list[tuple[int | None, list[str]]] = []
-    server.publish_raw_diagnostics = lambda uri, version, diags: sent.append((version, [d["code"] for d in diags]))  # type: ignore[method-assign]
+    server.publish_raw_diagnostics = lambda uri, version, diags: sent.append(
+        (version, [d["code"] for d in diags])
+    )  # type: ignore[method-assign]
     uri = "file:///k.cu"
     server.publish_layer(uri, "check", 1, [{"code": "KL405"}])
     server.publish_layer(uri, "profile", 1, [{"code": "KL601"}])

@@ -23,10 +23,13 @@ pytestmark = pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="
 
 def _actions(client: LanguageClient, uri: str, line: int, only: list[str] | None = None):  # type: ignore[no-untyped-def]
     pos = types.Position(line=line, character=0)
-    return client.text_document_code_action_async(types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), range=types.Range(start=pos, end=pos),
-        context=types.CodeActionContext(diagnostics=[], only=only),
-    ))  # fmt: skip
+    return client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(start=pos, end=pos),
+            context=types.CodeActionContext(diagnostics=[], only=only),
+        )
+    )
 
 
 async def test_optimize_action_offered_for_specd_entry(client: LanguageClient, workspace: Path) -> None:
@@ -35,7 +38,11 @@ async def test_optimize_action_offered_for_specd_entry(client: LanguageClient, w
     await wait_publications(client, uri)
     line = next(i for i, ln in enumerate(path.read_text().splitlines()) if "__global__" in ln)
     actions = await _actions(client, uri, line)
-    opt = [a for a in actions if isinstance(a, types.CodeAction) and a.title == "Optimize vector_add with verified rewrite"]
+    opt = [
+        a
+        for a in actions
+        if isinstance(a, types.CodeAction) and a.title == "Optimize vector_add with verified rewrite"
+    ]
     from kernellsp.profile.ncu import local_gpu_problem
 
     no_gpu = local_gpu_problem()
@@ -44,7 +51,9 @@ async def test_optimize_action_offered_for_specd_entry(client: LanguageClient, w
         return
     assert len(opt) == 1
     if no_gpu is not None:
-        assert opt[0].disabled is not None and opt[0].disabled.reason.startswith("no GPU to verify a rewrite on: ")
+        assert opt[0].disabled is not None and opt[0].disabled.reason.startswith(
+            "no GPU to verify a rewrite on: "
+        )
     assert opt[0].command is not None and opt[0].command.command == "kernellsp.optimize"
     assert list(opt[0].command.arguments or []) == [uri, "vector_add"]
     assert opt[0].edit is None  # long work runs through the command, never as an inline edit
@@ -57,28 +66,38 @@ async def test_optimize_action_offered_for_specd_entry(client: LanguageClient, w
     assert not only_source
 
 
-async def test_optimize_without_gpu_says_why_and_changes_nothing(client: LanguageClient, workspace: Path) -> None:
+async def test_optimize_without_gpu_says_why_and_changes_nothing(
+    client: LanguageClient, workspace: Path
+) -> None:
     path = workspace / "vector_add.cu"
     before = path.read_text()
     uri = open_doc(client, path)
     await wait_publications(client, uri)
     result = await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="kernellsp.optimize", arguments=[uri, "vector_add"]))
+        types.ExecuteCommandParams(command="kernellsp.optimize", arguments=[uri, "vector_add"])
+    )
     assert result["accepted"] is False and "no GPU" in result["reason"]
     assert client.edits == []
     assert path.read_text() == before
-    await wait_until(lambda: [m for m in client.messages if "cannot optimize vector_add" in m.message], 10,
-                     "the optimize message")
+    await wait_until(
+        lambda: [m for m in client.messages if "cannot optimize vector_add" in m.message],
+        10,
+        "the optimize message",
+    )
 
 
 async def test_show_profile_and_background_profiling_off(client: LanguageClient, workspace: Path) -> None:
     uri = open_doc(client, workspace / "vector_add.cu")
     await wait_publications(client, uri)
     text = await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="kernellsp.showProfile", arguments=[uri]))
+        types.ExecuteCommandParams(command="kernellsp.showProfile", arguments=[uri])
+    )
     assert text.startswith("no profile yet")
-    await wait_until(lambda: [m for m in client.log_messages if "background profiling is off" in m.message], 10,
-                     "the profiling-off note")
+    await wait_until(
+        lambda: [m for m in client.log_messages if "background profiling is off" in m.message],
+        10,
+        "the profiling-off note",
+    )
     uri2 = open_doc(client, workspace / "nospec.cu")
     await wait_publications(client, uri2)
     notes = [m for m in client.log_messages if "background profiling is off" in m.message]

@@ -55,7 +55,9 @@ def big_source(workspace: Path, lines: int = 10_000, salt: str = "") -> str:
     return "".join(parts)
 
 
-async def test_invalid_code_action_params_get_an_error_response(client: LanguageClient, workspace: Path) -> None:
+async def test_invalid_code_action_params_get_an_error_response(
+    client: LanguageClient, workspace: Path
+) -> None:
     uri = open_doc(client, workspace / "nospec.cu")
     await wait_publications(client, uri)
     bad = {
@@ -71,10 +73,15 @@ async def test_invalid_code_action_params_get_an_error_response(client: Language
     assert len(shown) == 1, [m.message for m in client.messages]  # one concise line, not one per request
     assert len(shown[0].message) < 400
     # The server is fine: a valid request still works.
-    ok = await client.text_document_code_action_async(types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri),
-        range=types.Range(start=types.Position(line=5, character=0), end=types.Position(line=5, character=0)),
-        context=types.CodeActionContext(diagnostics=[])))  # fmt: skip
+    ok = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(
+                start=types.Position(line=5, character=0), end=types.Position(line=5, character=0)
+            ),
+            context=types.CodeActionContext(diagnostics=[]),
+        )
+    )
     assert [a.title for a in ok] == ["Add launch spec for vector_add"]
 
 
@@ -136,10 +143,12 @@ async def test_crashing_job_reports_once_and_server_survives(client_name: str, w
 async def test_close_cancels_running_job(client_name: str, workspace: Path) -> None:
     async with lsp_session(client_name, workspace, env=server_env(KERNELLSP_TEST_JOB_DELAY="30")) as client:
         uri = open_doc(client, workspace / "nospec.cu")
-        token = await wait_until(lambda: next((t for t, v in client.progress_reports.items() if v), None),
-                                 10, "progress begin")  # fmt: skip
-        client.text_document_did_close(types.DidCloseTextDocumentParams(
-            text_document=types.TextDocumentIdentifier(uri=uri)))  # fmt: skip
+        token = await wait_until(
+            lambda: next((t for t, v in client.progress_reports.items() if v), None), 10, "progress begin"
+        )
+        client.text_document_did_close(
+            types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
         await wait_until(lambda: client.progress_reports[token][-1].kind == "end", 5, "progress end")
         assert client.progress_reports[token][-1].message == "cancelled"
         pubs = await wait_until(lambda: publications(client, uri), 5, "the clearing publication")
@@ -192,15 +201,42 @@ def test_stdin_close_exits_cleanly_and_kills_nvcc(workspace: Path, tmp_path: Pat
     big = workspace / "big.cu"
     big.write_text(big_source(workspace, salt=uuid.uuid4().hex))  # a new text: the build is not cached
     env = server_env(KERNELLSP_CACHE_DIR=str(tmp_path / "cache"))
-    proc = subprocess.Popen([sys.executable, "-m", "kernellsp", "serve"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernellsp", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     assert proc.stdin is not None
     try:
-        proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "processId": os.getpid(), "rootUri": workspace.as_uri(), "capabilities": {}}}))  # fmt: skip
+        proc.stdin.write(
+            _frame(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {"processId": os.getpid(), "rootUri": workspace.as_uri(), "capabilities": {}},
+                }
+            )
+        )
         proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
-        proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
-            "uri": big.as_uri(), "languageId": "cuda", "version": 1, "text": big.read_text()}}}))  # fmt: skip
+        proc.stdin.write(
+            _frame(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "textDocument/didOpen",
+                    "params": {
+                        "textDocument": {
+                            "uri": big.as_uri(),
+                            "languageId": "cuda",
+                            "version": 1,
+                            "text": big.read_text(),
+                        }
+                    },
+                }
+            )
+        )
         proc.stdin.flush()
         needle = str(workspace)
         if have_nvcc:  # wait until nvcc compiles the buffer
@@ -229,12 +265,20 @@ def test_stdout_carries_only_lsp(workspace: Path) -> None:
     """Everything on stdout is a framed JSON-RPC message."""
     proc = subprocess.run(
         [sys.executable, "-m", "kernellsp", "serve"],
-        input=_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "processId": None, "rootUri": workspace.as_uri(), "capabilities": {}}})
+        input=_frame(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {}},
+            }
+        )
         + _frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
         + _frame({"jsonrpc": "2.0", "method": "exit"}),
-        capture_output=True, timeout=30, env=server_env(),
-    )  # fmt: skip
+        capture_output=True,
+        timeout=30,
+        env=server_env(),
+    )
     data = proc.stdout
     msgs = []
     while data:
@@ -256,9 +300,22 @@ def test_tcp_mode_and_log_file(workspace: Path, tmp_path: Path) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     log_file = tmp_path / "server.log"
-    proc = subprocess.Popen([sys.executable, "-m", "kernellsp", "serve", "--tcp", "--port", str(port),
-                             "--log-file", str(log_file)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=server_env())  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kernellsp",
+            "serve",
+            "--tcp",
+            "--port",
+            str(port),
+            "--log-file",
+            str(log_file),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=server_env(),
+    )
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -270,8 +327,16 @@ def test_tcp_mode_and_log_file(workspace: Path, tmp_path: Path) -> None:
                     raise
                 time.sleep(0.1)
         with conn:
-            conn.sendall(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "processId": None, "rootUri": workspace.as_uri(), "capabilities": {}}}))  # fmt: skip
+            conn.sendall(
+                _frame(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "initialize",
+                        "params": {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {}},
+                    }
+                )
+            )
             buf = b""
             while b"serverInfo" not in buf:
                 chunk = conn.recv(65536)
@@ -321,16 +386,43 @@ def test_killed_server_leaves_no_processes(sig: str, workspace: Path) -> None:
     """Editors stop servers with SIGTERM (and worse): worker processes must not outlive the server."""
     import signal
 
-    proc = subprocess.Popen([sys.executable, "-m", "kernellsp", "serve"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=server_env())  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernellsp", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=server_env(),
+    )
     assert proc.stdin is not None
     try:
-        proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "processId": None, "rootUri": workspace.as_uri(), "capabilities": {}}}))  # fmt: skip
+        proc.stdin.write(
+            _frame(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {}},
+                }
+            )
+        )
         proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
         nospec = workspace / "nospec.cu"
-        proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
-            "uri": nospec.as_uri(), "languageId": "cuda", "version": 1, "text": nospec.read_text()}}}))  # fmt: skip
+        proc.stdin.write(
+            _frame(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "textDocument/didOpen",
+                    "params": {
+                        "textDocument": {
+                            "uri": nospec.as_uri(),
+                            "languageId": "cuda",
+                            "version": 1,
+                            "text": nospec.read_text(),
+                        }
+                    },
+                }
+            )
+        )
         proc.stdin.flush()
         deadline = time.monotonic() + 20
         while len(_descendants(proc.pid)) < 2 and time.monotonic() < deadline:  # forkserver + a worker

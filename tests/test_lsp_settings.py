@@ -28,15 +28,20 @@ from kernellsp.lsp.config import ConfigError, resolve, to_overrides
 
 async def _arch(client: LanguageClient, uri: str) -> str:
     summary = await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="kernellsp.checkFile", arguments=[uri]))  # fmt: skip
+        types.ExecuteCommandParams(command="kernellsp.checkFile", arguments=[uri])
+    )
     return str(summary["arch"])
 
 
 async def _hover_kernel(client: LanguageClient, uri: str, path: Path) -> str:
     line = next(i for i, t in enumerate(path.read_text().splitlines()) if "void vector_add(" in t)
     col = path.read_text().splitlines()[line].index("vector_add") + 2
-    h = await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=line, character=col)))  # fmt: skip
+    h = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=line, character=col),
+        )
+    )
     return h.contents.value if h else ""
 
 
@@ -52,8 +57,9 @@ async def test_initialization_options(client_name: str, workspace: Path) -> None
 
 
 async def test_configuration_pull_wins_over_init_options(client_name: str, workspace: Path) -> None:
-    async with lsp_session(client_name, workspace, init_options={"arch": "sm_80"},
-                           configuration={"arch": "sm_86"}) as client:  # fmt: skip
+    async with lsp_session(
+        client_name, workspace, init_options={"arch": "sm_80"}, configuration={"arch": "sm_86"}
+    ) as client:
         uri = open_doc(client, workspace / "vector_add.cu")
         await wait_publications(client, uri)
         assert await _arch(client, uri) == "sm_86"
@@ -89,7 +95,9 @@ async def test_pushed_settings_without_configuration_support(workspace: Path) ->
     client = make_client()
     await client.start_io(__import__("sys").executable, "-m", "kernellsp", "serve", env=server_env())
     try:
-        await client.initialize_session(types.InitializeParams(capabilities=caps, root_uri=workspace.as_uri()))
+        await client.initialize_session(
+            types.InitializeParams(capabilities=caps, root_uri=workspace.as_uri())
+        )
         path = workspace / "vector_add.cu"
         uri = open_doc(client, path)
         await wait_publications(client, uri, 1)
@@ -126,8 +134,9 @@ async def test_invalid_settings_keep_previous(client_name: str, workspace: Path)
 
 
 async def test_check_on_change_is_debounced(client_name: str, workspace: Path) -> None:
-    async with lsp_session(client_name, workspace,
-                           configuration={"checkOnChange": True, "debounceMs": 300}) as client:  # fmt: skip
+    async with lsp_session(
+        client_name, workspace, configuration={"checkOnChange": True, "debounceMs": 300}
+    ) as client:
         path = workspace / "vector_add.cu"
         src = path.read_text()
         uri = open_doc(client, path)
@@ -142,12 +151,23 @@ async def test_check_on_change_is_debounced(client_name: str, workspace: Path) -
 
 
 def test_mapping_unit() -> None:
-    assert to_overrides({"gpuHost": "h", "ncu": {"fastSections": ["A"], "timeoutS": 9},
-                         "llm": {"baseUrl": "u", "apiKeyEnv": "K"}, "budgets": {"minGainPct": 1},
-                         "trace": {"server": "off"}, "checkOnChange": True, "arch": None}) == {
-        "gpu_host": "h", "ncu_fast_sections": ["A"], "profile_timeout_s": 9,
-        "llm": {"base_url": "u", "api_key_env": "K"}, "min_gain_pct": 1,
-    }  # fmt: skip
+    assert to_overrides(
+        {
+            "gpuHost": "h",
+            "ncu": {"fastSections": ["A"], "timeoutS": 9},
+            "llm": {"baseUrl": "u", "apiKeyEnv": "K"},
+            "budgets": {"minGainPct": 1},
+            "trace": {"server": "off"},
+            "checkOnChange": True,
+            "arch": None,
+        }
+    ) == {
+        "gpu_host": "h",
+        "ncu_fast_sections": ["A"],
+        "profile_timeout_s": 9,
+        "llm": {"base_url": "u", "api_key_env": "K"},
+        "min_gain_pct": 1,
+    }
     settings, opts = resolve(None, {"arch": "compute_80", "debounceMs": 50})
     assert settings.arch == "sm_80" and opts.debounce_ms == 50 and not opts.check_on_change
     for bad in ({"ncu": 3}, {"debounceMs": -1}, {"checkOnChange": "yes"}, {"budgets": {"optimizeRounds": 0}}):

@@ -129,8 +129,11 @@ async def test_save_profiles_once_per_content_with_the_check_not_after_it(tmp_pa
     _stand_ins(bindir, log)
     ws = make_workspace(tmp_path)
     path = ws / "vector_add.cu"
-    env = server_env(PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}", KERNELLSP_CACHE_DIR=str(tmp_path / "cache"),
-                     KERNELLSP_SANDBOX="off")  # fmt: skip
+    env = server_env(
+        PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}",
+        KERNELLSP_CACHE_DIR=str(tmp_path / "cache"),
+        KERNELLSP_SANDBOX="off",
+    )
     async with lsp_session("neovim@v0.11", ws, env=env) as client:
         uri = open_doc(client, path)
         await _profiled(client, uri, 0, 1)

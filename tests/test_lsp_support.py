@@ -104,7 +104,9 @@ def make_client() -> LanguageClient:
         c.diagnostics[params.uri] = params.diagnostics
         c.published.append(params)  # type: ignore[attr-defined]
 
-    def apply_edit(c: LanguageClient, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+    def apply_edit(
+        c: LanguageClient, params: types.ApplyWorkspaceEditParams
+    ) -> types.ApplyWorkspaceEditResult:
         c.edits.append(params)  # type: ignore[attr-defined]
         ok = bool(c.apply_edit_result)  # type: ignore[attr-defined]
         return types.ApplyWorkspaceEditResult(applied=ok, failure_reason=None if ok else "test says no")
@@ -123,9 +125,13 @@ def make_client() -> LanguageClient:
 
 @contextlib.asynccontextmanager
 async def lsp_session(
-    client_name: str, workspace: Path, *, env: dict[str, str] | None = None,
-    init_options: dict[str, Any] | None = None, configuration: dict[str, Any] | None = None,
-) -> AsyncIterator[LanguageClient]:  # fmt: skip
+    client_name: str,
+    workspace: Path,
+    *,
+    env: dict[str, str] | None = None,
+    init_options: dict[str, Any] | None = None,
+    configuration: dict[str, Any] | None = None,
+) -> AsyncIterator[LanguageClient]:
     """Start the server, initialize with ``client_name``'s capabilities; shut down afterwards."""
     client = make_client()
     if configuration is not None:
@@ -184,29 +190,42 @@ async def wait_until(predicate: Callable[[], Any], timeout: float = 60.0, what: 
 
 def open_doc(client: LanguageClient, path: Path, version: int = 1, text: str | None = None) -> str:
     uri = path.as_uri()
-    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
-        uri=uri, language_id="cuda", version=version, text=path.read_text(encoding="utf-8") if text is None else text,
-    )))  # fmt: skip
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri,
+                language_id="cuda",
+                version=version,
+                text=path.read_text(encoding="utf-8") if text is None else text,
+            )
+        )
+    )
     return uri
 
 
 def change_doc(client: LanguageClient, uri: str, version: int, text: str) -> None:
     """Replace the whole buffer (a full-content change)."""
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
-    ))  # fmt: skip
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
 
 
 def save_doc(client: LanguageClient, uri: str) -> None:
-    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
 
 
 def publications(client: LanguageClient, uri: str) -> list[types.PublishDiagnosticsParams]:
     return [p for p in client.published if p.uri == uri]  # type: ignore[attr-defined]
 
 
-async def wait_publications(client: LanguageClient, uri: str, n: int = 1, timeout: float = 60.0) -> types.PublishDiagnosticsParams:
+async def wait_publications(
+    client: LanguageClient, uri: str, n: int = 1, timeout: float = 60.0
+) -> types.PublishDiagnosticsParams:
     """Wait until ``uri`` has had ``n`` publications; return the last."""
     await wait_until(lambda: len(publications(client, uri)) >= n, timeout, f"{n} publication(s) for {uri}")
     return publications(client, uri)[-1]
@@ -251,5 +270,9 @@ def spec_problems(text: str, kernel: str) -> list[str]:
         return [f"no spec bound to {kernel}"]
     problems = [i.message for i in issues]
     for b in mine:
-        problems += [i.message for i in spec.validate_against(b, model.function(kernel), model) if i.severity == "error"]
+        problems += [
+            i.message
+            for i in spec.validate_against(b, model.function(kernel), model)
+            if i.severity == "error"
+        ]
     return problems

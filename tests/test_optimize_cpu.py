@@ -70,24 +70,78 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def make_result(path: Path, original: str = SOFTMAX, champion: str = CHAMPION, accepted: bool = True,
-                bundle: str | None = None) -> OptimizeResult:  # fmt: skip
-    final = Verdict("accepted" if accepted else "not_faster", accepted,
-                    "1.347x faster (0.5845 → 0.4335 ms; 95% CI 1.331–1.354, 4 A/B rounds)" if accepted else "no",
-                    "softmax_row",
-                    details={"checked": [{"seed": 0, "shape": 0}], "roofline_floor_ms": 0.028,
-                             "candidate_pct_of_roofline": 6.4},
-                    stats={"speedup": 1.347, "ci_low": 1.331, "ci_high": 1.354, "baseline_median_ms": 0.5845,
-                           "candidate_median_ms": 0.4335},
-                    environment={"gpu": "NVIDIA H200"})  # fmt: skip
-    cands = [CandidateRecord(1, 0, "01c9ef24cbaded15", "tunable:BLOCK=64", "tuner", ["KL202"], None, "accepted",
-                             "1.347x faster", 1.347, 39.0, 0.5845, 0.4335),
-             CandidateRecord(1, 1, "abcdef0123456789", "restrict", "tuner", ["KL405"], 3.0, "not_faster",
-                             "not measurably faster", 1.001, 20.0, 0.5845, 0.5839)]  # fmt: skip
-    return OptimizeResult(path=str(path), entry="softmax_row", original_text=original,
-                          champion_text=champion if accepted else original, accepted=accepted, final=final,
-                          candidates=cands, rounds_run=1, stop_reason="round budget", bundle=bundle, wall_s=65.0,
-                          environment={"gpu": "NVIDIA H200", "driver": "580.159.04"})  # fmt: skip
+def make_result(
+    path: Path,
+    original: str = SOFTMAX,
+    champion: str = CHAMPION,
+    accepted: bool = True,
+    bundle: str | None = None,
+) -> OptimizeResult:
+    final = Verdict(
+        "accepted" if accepted else "not_faster",
+        accepted,
+        "1.347x faster (0.5845 → 0.4335 ms; 95% CI 1.331–1.354, 4 A/B rounds)" if accepted else "no",
+        "softmax_row",
+        details={
+            "checked": [{"seed": 0, "shape": 0}],
+            "roofline_floor_ms": 0.028,
+            "candidate_pct_of_roofline": 6.4,
+        },
+        stats={
+            "speedup": 1.347,
+            "ci_low": 1.331,
+            "ci_high": 1.354,
+            "baseline_median_ms": 0.5845,
+            "candidate_median_ms": 0.4335,
+        },
+        environment={"gpu": "NVIDIA H200"},
+    )
+    cands = [
+        CandidateRecord(
+            1,
+            0,
+            "01c9ef24cbaded15",
+            "tunable:BLOCK=64",
+            "tuner",
+            ["KL202"],
+            None,
+            "accepted",
+            "1.347x faster",
+            1.347,
+            39.0,
+            0.5845,
+            0.4335,
+        ),
+        CandidateRecord(
+            1,
+            1,
+            "abcdef0123456789",
+            "restrict",
+            "tuner",
+            ["KL405"],
+            3.0,
+            "not_faster",
+            "not measurably faster",
+            1.001,
+            20.0,
+            0.5845,
+            0.5839,
+        ),
+    ]
+    return OptimizeResult(
+        path=str(path),
+        entry="softmax_row",
+        original_text=original,
+        champion_text=champion if accepted else original,
+        accepted=accepted,
+        final=final,
+        candidates=cands,
+        rounds_run=1,
+        stop_reason="round budget",
+        bundle=bundle,
+        wall_s=65.0,
+        environment={"gpu": "NVIDIA H200", "driver": "580.159.04"},
+    )
 
 
 def invoke(*args: str) -> Result:
@@ -113,14 +167,37 @@ def test_memory_round_trip(tmp_path: Path) -> None:
     mem = Memory(path)
     assert mem.records == [] and not path.exists()
     recs = [
-        {"file": "softmax_row.cu", "entry": "softmax_row", "key": "k1", "transform": "tunable:BLOCK=64",
-         "verdict": "accepted", "measured_speedup": 1.34},
-        {"file": "softmax_row.cu", "entry": "softmax_row", "key": "k2", "transform": "restrict",
-         "verdict": "not_faster", "measured_speedup": 1.0},
-        {"file": "softmax_row.cu", "entry": "other", "key": "k3", "transform": "restrict", "verdict": "mismatch"},
-        {"file": "sub/softmax_row.cu", "entry": "softmax_row", "key": "k4", "transform": "float_literals",
-         "verdict": "accepted"},
-    ]  # fmt: skip
+        {
+            "file": "softmax_row.cu",
+            "entry": "softmax_row",
+            "key": "k1",
+            "transform": "tunable:BLOCK=64",
+            "verdict": "accepted",
+            "measured_speedup": 1.34,
+        },
+        {
+            "file": "softmax_row.cu",
+            "entry": "softmax_row",
+            "key": "k2",
+            "transform": "restrict",
+            "verdict": "not_faster",
+            "measured_speedup": 1.0,
+        },
+        {
+            "file": "softmax_row.cu",
+            "entry": "other",
+            "key": "k3",
+            "transform": "restrict",
+            "verdict": "mismatch",
+        },
+        {
+            "file": "sub/softmax_row.cu",
+            "entry": "softmax_row",
+            "key": "k4",
+            "transform": "float_literals",
+            "verdict": "accepted",
+        },
+    ]
     for r in recs:
         mem.add(r)
     mem.save()
@@ -134,7 +211,9 @@ def test_memory_round_trip(tmp_path: Path) -> None:
     assert [r["key"] for r in again.tried("sub/softmax_row.cu", "softmax_row")] == ["k4"]
     assert again.tried("nothing.cu", "softmax_row") == []
     # Appending after a reload keeps what was there.
-    again.add({"file": "softmax_row.cu", "entry": "softmax_row", "key": "k5", "transform": "launch_bounds:256"})
+    again.add(
+        {"file": "softmax_row.cu", "entry": "softmax_row", "key": "k5", "transform": "launch_bounds:256"}
+    )
     again.save()
     assert len(Memory(path).tried("softmax_row.cu", "softmax_row")) == 3
 
@@ -152,8 +231,15 @@ def test_memory_survives_a_corrupt_file(tmp_path: Path) -> None:
 def test_memory_feeds_the_tuner(ws: Path) -> None:
     """What memory says was tried for this file and entry is not proposed again (as the loop wires it)."""
     mem = Memory(state_dir(ws / "softmax_row.cu") / "memory.json")
-    mem.add({"file": "softmax_row.cu", "entry": "softmax_row", "key": "zzz", "transform": "tunable:BLOCK=128",
-             "verdict": "not_faster"})  # fmt: skip
+    mem.add(
+        {
+            "file": "softmax_row.cu",
+            "entry": "softmax_row",
+            "key": "zzz",
+            "transform": "tunable:BLOCK=128",
+            "verdict": "not_faster",
+        }
+    )
     mem.add({"file": "softmax_row.cu", "entry": "other_kernel", "key": "yyy", "transform": "restrict"})
     mem.save()
     model = parse_source(SOFTMAX)
@@ -291,14 +377,46 @@ def test_cli_history(ws: Path) -> None:
     r = invoke("history", "softmax_row.cu")
     assert r.exit_code == 0 and r.stdout.strip() == "no history for softmax_row.cu"
     mem = Memory(ws / ".kernellsp" / "memory.json")
-    mem.add({"file": "softmax_row.cu", "entry": "softmax_row", "key": "k1", "transform": "tunable:BLOCK=64",
-             "description": "tunable:BLOCK=64", "proposer": "tuner", "verdict": "accepted",
-             "predicted_gain_pct": None, "measured_speedup": 1.3466, "time": "20261121T214340Z"})  # fmt: skip
-    mem.add({"file": "softmax_row.cu", "entry": "softmax_row", "key": "k2", "transform": "one warp per row",
-             "description": "one warp per row", "proposer": "llm", "verdict": "mismatch",
-             "predicted_gain_pct": 40.0, "measured_speedup": None, "time": "20261121T214341Z"})  # fmt: skip
-    mem.add({"file": "other.cu", "entry": "k", "key": "k3", "description": "restrict", "proposer": "tuner",
-             "verdict": "not_faster", "measured_speedup": 1.001, "time": "20261121T214342Z"})  # fmt: skip
+    mem.add(
+        {
+            "file": "softmax_row.cu",
+            "entry": "softmax_row",
+            "key": "k1",
+            "transform": "tunable:BLOCK=64",
+            "description": "tunable:BLOCK=64",
+            "proposer": "tuner",
+            "verdict": "accepted",
+            "predicted_gain_pct": None,
+            "measured_speedup": 1.3466,
+            "time": "20261121T214340Z",
+        }
+    )
+    mem.add(
+        {
+            "file": "softmax_row.cu",
+            "entry": "softmax_row",
+            "key": "k2",
+            "transform": "one warp per row",
+            "description": "one warp per row",
+            "proposer": "llm",
+            "verdict": "mismatch",
+            "predicted_gain_pct": 40.0,
+            "measured_speedup": None,
+            "time": "20261121T214341Z",
+        }
+    )
+    mem.add(
+        {
+            "file": "other.cu",
+            "entry": "k",
+            "key": "k3",
+            "description": "restrict",
+            "proposer": "tuner",
+            "verdict": "not_faster",
+            "measured_speedup": 1.001,
+            "time": "20261121T214342Z",
+        }
+    )
     mem.save()
     r = invoke("history", "softmax_row.cu")
     assert r.exit_code == 0
@@ -308,7 +426,11 @@ def test_cli_history(ws: Path) -> None:
         "20261121T214341Z softmax_row.cu:softmax_row [llm] one warp per row: mismatch (predicted 40%, measured -)",
     ]
     r = invoke("history")
-    assert r.exit_code == 0 and len(r.stdout.splitlines()) == 3 and "other.cu:k [tuner] restrict: not_faster" in r.stdout
+    assert (
+        r.exit_code == 0
+        and len(r.stdout.splitlines()) == 3
+        and "other.cu:k [tuner] restrict: not_faster" in r.stdout
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -322,11 +444,20 @@ def test_write_bundle(tmp_path: Path) -> None:
     result = make_result(path, bundle=str(bundle))
     _write_bundle(bundle, path, result)
     names = {p.name for p in bundle.iterdir()}
-    assert names == {"champion.cu", "diff.patch", "final-verdict.json", "summary.json", "environment.json", "summary.md"}
+    assert names == {
+        "champion.cu",
+        "diff.patch",
+        "final-verdict.json",
+        "summary.json",
+        "environment.json",
+        "summary.md",
+    }
     assert (bundle / "champion.cu").read_text() == CHAMPION
     assert apply_unified_diff(SOFTMAX, (bundle / "diff.patch").read_text()) == CHAMPION
     summary = json.loads((bundle / "summary.json").read_text())
-    assert summary["accepted"] is True and summary["final_verdict"] == "accepted" and summary["speedup"] == 1.347
+    assert (
+        summary["accepted"] is True and summary["final_verdict"] == "accepted" and summary["speedup"] == 1.347
+    )
     assert summary["roofline"] == {"roofline_floor_ms": 0.028, "candidate_pct_of_roofline": 6.4}
     assert [c["description"] for c in summary["candidates"]] == ["tunable:BLOCK=64", "restrict"]
     assert json.loads((bundle / "final-verdict.json").read_text())["kind"] == "accepted"
@@ -384,8 +515,15 @@ def apply_unified_diff(original: str, patch: str) -> str:
 
 
 def test_committed_bundle_is_complete_and_consistent() -> None:
-    for name in ("original.cu", "champion.cu", "summary.json", "summary.md", "final-verdict.json", "diff.patch",
-                 "environment.json"):  # fmt: skip
+    for name in (
+        "original.cu",
+        "champion.cu",
+        "summary.json",
+        "summary.md",
+        "final-verdict.json",
+        "diff.patch",
+        "environment.json",
+    ):
         assert (BUNDLE / name).is_file(), name
     final = json.loads((BUNDLE / "final-verdict.json").read_text())
     assert final["kind"] == "accepted" and final["accepted"] is True and final["entry"] == "softmax_row"
@@ -418,7 +556,9 @@ def test_committed_bundle_champion_is_in_scope() -> None:
     assert cspec.tunables == {"BLOCK": [128, 256, 64, 32]}
     # The rewrite changed exactly that one line of the spec; the user's text stays byte for byte.
     changed = [(a, b) for a, b in zip(original.splitlines(), champion.splitlines(), strict=True) if a != b]
-    assert changed == [("tunables = { BLOCK = [256, 128, 64, 32] }", "tunables = { BLOCK = [128, 256, 64, 32] }")]
+    assert changed == [
+        ("tunables = { BLOCK = [256, 128, 64, 32] }", "tunables = { BLOCK = [128, 256, 64, 32] }")
+    ]
     assert cspec.model_dump(exclude={"tunables"}) == ospec.model_dump(exclude={"tunables"})
 
 
@@ -594,15 +734,28 @@ def _loop(ws: Path, monkeypatch: pytest.MonkeyPatch, fake_verify: Any, **kw: Any
 
     monkeypatch.setattr(opt, "verify", fake_verify)
     path = ws / "softmax_row.cu"
-    return opt.optimize(path, SOFTMAX, "softmax_row", LocalRunner(), [Tuner()],
-                        OptimizeOptions(rounds=4, candidates=2, parallel=2, **kw), environment={"gpu": "stand-in"},
-                        bundle_root=ws / ".kernellsp" / "runs")  # fmt: skip
+    return opt.optimize(
+        path,
+        SOFTMAX,
+        "softmax_row",
+        LocalRunner(),
+        [Tuner()],
+        OptimizeOptions(rounds=4, candidates=2, parallel=2, **kw),
+        environment={"gpu": "stand-in"},
+        bundle_root=ws / ".kernellsp" / "runs",
+    )
 
 
 def test_loop_stops_once_the_champion_is_near_the_roofline(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def fake_verify(path, baseline, candidate, entry, runner, options, env=None, cancel=None, progress=None):  # type: ignore[no-untyped-def]
-        return Verdict("accepted", True, "faster", entry, details={"candidate_pct_of_roofline": 93.0},
-                       stats={"speedup": 1.5, "baseline_median_ms": 1.0, "candidate_median_ms": 0.667})  # fmt: skip
+        return Verdict(
+            "accepted",
+            True,
+            "faster",
+            entry,
+            details={"candidate_pct_of_roofline": 93.0},
+            stats={"speedup": 1.5, "baseline_median_ms": 1.0, "candidate_median_ms": 0.667},
+        )
 
     result = _loop(ws, monkeypatch, fake_verify)
     assert result.stop_reason == "near the roofline" and result.rounds_run == 1
@@ -617,7 +770,9 @@ def test_interrupt_cancels_the_candidates_still_verifying(ws: Path, monkeypatch:
             seen.append(False)
             time.sleep(0.2)
             raise KeyboardInterrupt  # as Ctrl-C reaches the CLI while a verification runs
-        deadline = time.monotonic() + 20  # a long verification that polls its cancel event, like the runners do
+        deadline = (
+            time.monotonic() + 20
+        )  # a long verification that polls its cancel event, like the runners do
         while time.monotonic() < deadline and not cancel.is_set():
             time.sleep(0.05)
         seen.append(cancel.is_set())
@@ -650,7 +805,9 @@ def test_replay_uses_the_gates_the_run_used(tmp_path: Path, monkeypatch: pytest.
     assert (used[0].seeds, used[0].rounds, used[0].reps, used[0].min_gain_pct) == (2, 4, 10, 40.0)
 
 
-def test_replay_reuses_the_run_seed_of_the_recorded_verdict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_replay_reuses_the_run_seed_of_the_recorded_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every input seed of a verification derives from its run seed: replay must check the same inputs."""
     import kernellsp.optimize.loop as opt
 

@@ -106,7 +106,10 @@ def test_a_float_atomic_output_accumulates_in_a_double_shadow_behind_the_origina
     src = _oracle(text, "reduce_atomic.cu")
     assert src is not None and src.shadowed[0].capacity == 1
     t = src.text
-    assert "__global__ void reduce_atomic(const float* x, float* out, int n)\n{\n    kl_oracle_body_reduce_atomic(out, x, out, n);" in t
+    assert (
+        "__global__ void reduce_atomic(const float* x, float* out, int n)\n{\n    kl_oracle_body_reduce_atomic(out, x, out, n);"
+        in t
+    )
     assert "kl_oracle_add_out(kl_oracle_base_out, (out), (double)(x[i]));" in t
     assert "atomicAdd(out, x[i])" not in t and "__device__ double kl_oracle_shadow_out[1];" in t
     assert "kl_oracle_finish_reduce_atomic(out);" in t
@@ -123,10 +126,21 @@ def test_helpers_and_shadows_together_and_what_is_left_alone() -> None:
     for edit in ("float s = warp_sum(x, i, n) + out[0];", "out[1] = 0.0f; float s = warp_sum(x, i, n);"):
         other = _oracle(WARP_REDUCE.replace("float s = warp_sum(x, i, n);", edit))
         assert other is not None and not other.shadowed and other.promoted
-    pair = _oracle(WARP_REDUCE.replace("float part = 0.0f, unused = 1.0f;", "float part = 0.0f, unused = 1.0f;\n    float p2 = 0.0f, q2 = 0.0f;\n    p2 += x[i]; q2 += x[i];"))
-    assert pair is not None and {(p.function, p.var) for p in pair.promoted} == {("warp_sum", v) for v in ("acc", "p2", "q2")}
+    pair = _oracle(
+        WARP_REDUCE.replace(
+            "float part = 0.0f, unused = 1.0f;",
+            "float part = 0.0f, unused = 1.0f;\n    float p2 = 0.0f, q2 = 0.0f;\n    p2 += x[i]; q2 += x[i];",
+        )
+    )
+    assert pair is not None and {(p.function, p.var) for p in pair.promoted} == {
+        ("warp_sum", v) for v in ("acc", "p2", "q2")
+    }
     assert "double p2 = 0.0f, q2 = 0.0f;" in pair.text
-    used = _oracle(WARP_REDUCE.replace("atomicAdd(&out[blockIdx.x % 4], s);", "float old = atomicAdd(&out[0], s); (void)old;"))
+    used = _oracle(
+        WARP_REDUCE.replace(
+            "atomicAdd(&out[blockIdx.x % 4], s);", "float old = atomicAdd(&out[0], s); (void)old;"
+        )
+    )
     assert used is not None and not used.shadowed
 
 
@@ -134,13 +148,16 @@ def test_no_oracle_when_nothing_can_be_promoted() -> None:
     assert _oracle((REPO / "samples/vector_add.cu").read_text(), "vector_add.cu") is None
     # Integer sums lose nothing; a max never rounds.
     ints = WARP_REDUCE.replace("float acc = 0.0f;", "int acc = 0;").replace(
-        "atomicAdd(&out[blockIdx.x % 4], s);", "out[blockIdx.x % 4] = s;")  # fmt: skip
+        "atomicAdd(&out[blockIdx.x % 4], s);", "out[blockIdx.x % 4] = s;"
+    )
     assert _oracle(ints) is None
 
 
 @requires_nvcc
 @pytest.mark.slow
-def test_every_oracle_source_compiles_through_the_harness_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_oracle_source_compiles_through_the_harness_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("KERNELLSP_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("KERNELLSP_NO_CACHE", raising=False)
     monkeypatch.setattr(hb, "_inflight", {})
@@ -152,12 +169,25 @@ def test_every_oracle_source_compiles_through_the_harness_build(tmp_path: Path, 
         src = oracle.oracle_source(text, sample, bound.entry, plan)
         assert src is not None
         name = Path(sample).name
-        files = {f"src/{name}": src.text.encode(), "h.cu": harness.generate_harness(plan, f"src/{name}", split=True).encode()}
+        files = {
+            f"src/{name}": src.text.encode(),
+            "h.cu": harness.generate_harness(plan, f"src/{name}", split=True).encode(),
+        }
         wd = runner.new_workdir()
         runner.put(files, wd)
         key = cache.digest(*(f"{k}\0{v.decode()}" for k, v in sorted(files.items())))
-        built = hb.build_harness(runner, wd, "h.cu", "h_oracle", "sm_90", list(bound.spec.flags), nvcc=NVCC,
-                                 nvcc_version="test", sources_key=key, timeout_s=600)  # fmt: skip
+        built = hb.build_harness(
+            runner,
+            wd,
+            "h.cu",
+            "h_oracle",
+            "sm_90",
+            list(bound.spec.flags),
+            nvcc=NVCC,
+            nvcc_version="test",
+            sources_key=key,
+            timeout_s=600,
+        )
         assert built.returncode == 0, f"{sample}: {built.output[-3000:]}"
         runner.cleanup(wd)
 
@@ -175,8 +205,12 @@ def _f32(*v: float) -> bytes:
 def _sums(n: int, seed: int = 3) -> dict[str, float]:
     """A uniform(0, 1) reduction of n floats: exact, sequential float (atomics), pairwise float (tree), half x 2."""
     x = np.random.default_rng(seed).uniform(0, 1, n).astype(np.float32)
-    return {"exact": float(np.sum(x, dtype=np.float64)), "sequential": float(np.cumsum(x, dtype=np.float32)[-1]),
-            "tree": float(np.sum(x, dtype=np.float32)), "half": 2.0 * float(np.sum(x[: n // 2], dtype=np.float32))}  # fmt: skip
+    return {
+        "exact": float(np.sum(x, dtype=np.float64)),
+        "sequential": float(np.cumsum(x, dtype=np.float32)[-1]),
+        "tree": float(np.sum(x, dtype=np.float32)),
+        "half": 2.0 * float(np.sum(x[: n // 2], dtype=np.float32)),
+    }
 
 
 def test_an_honest_more_accurate_candidate_is_rescued_where_the_baseline_saturates() -> None:
@@ -189,13 +223,17 @@ def test_an_honest_more_accurate_candidate_is_rescued_where_the_baseline_saturat
 
 def test_a_half_read_reduction_is_not_rescued_where_the_baseline_is_accurate() -> None:
     s = _sums(1 << 12)
-    assert compare.compare("out", "f32", _f32(s["half"]), _f32(s["sequential"]), TOL) is not None  # it mismatched
+    assert (
+        compare.compare("out", "f32", _f32(s["half"]), _f32(s["sequential"]), TOL) is not None
+    )  # it mismatched
     j = oracle.judge("f32", _f32(s["half"]), _f32(s["sequential"]), _f32(s["exact"]), TOL)
     assert not j.rescued and j.mismatch is not None and "oracle" in j.describe()
     # Even under a tolerance loose enough for it, it is far less accurate than the baseline: refused.
     loose = compare.resolve_tolerance("f32", spec.Tolerance(rtol=1e-2, atol=1e-2, norm_rtol=1e-2))
     j = oracle.judge("f32", _f32(s["half"]), _f32(s["sequential"]), _f32(s["exact"]), loose)
-    assert j.mismatch is None and not j.rescued and j.candidate_error > oracle.ORACLE_FACTOR * j.baseline_error
+    assert (
+        j.mismatch is None and not j.rescued and j.candidate_error > oracle.ORACLE_FACTOR * j.baseline_error
+    )
     assert "less accurate than the baseline" in j.describe()
     # The honest tree sum on the same inputs would have been fine.
     assert oracle.judge("f32", _f32(s["tree"]), _f32(s["sequential"]), _f32(s["exact"]), TOL).rescued
@@ -226,10 +264,24 @@ class Recorded:
     """A check-mode result: per input set, the output buffers."""
 
     def __init__(self, sets: list[dict[str, bytes]]) -> None:
-        self.ok, self.error, self.kernel_attrs, self.alloc, self.sizes = True, None, {}, {"kind": "guard"}, {"N": 1}
+        self.ok, self.error, self.kernel_attrs, self.alloc, self.sizes = (
+            True,
+            None,
+            {},
+            {"kind": "guard"},
+            {"N": 1},
+        )
         self._sets = sets
-        self.sets = [SimpleNamespace(seed=k, pattern="spec", buffers={n: SimpleNamespace(
-            mutated=False, unwritten=0, digest=hash(b)) for n, b in s.items()}) for k, s in enumerate(sets)]  # fmt: skip
+        self.sets = [
+            SimpleNamespace(
+                seed=k,
+                pattern="spec",
+                buffers={
+                    n: SimpleNamespace(mutated=False, unwritten=0, digest=hash(b)) for n, b in s.items()
+                },
+            )
+            for k, s in enumerate(sets)
+        ]
 
     def guard_damage(self) -> dict[str, int]:
         return {}
@@ -238,13 +290,17 @@ class Recorded:
         return self._sets[i][name]
 
 
-def _gate_check(base: list[float], cand: list[float], oracle_out: list[float] | None,
-                build_problem: str | None = None) -> tuple[Any, dict[str, Any], list[str]]:  # fmt: skip
+def _gate_check(
+    base: list[float], cand: list[float], oracle_out: list[float] | None, build_problem: str | None = None
+) -> tuple[Any, dict[str, Any], list[str]]:
     """_check_shape on one float output ``out`` with one input set per value; returns (verdict, details, calls)."""
     from kernellsp.optimize.verify.gate import VerifyOptions, _check_shape
 
     calls: list[str] = []
-    results = {"h_base": Recorded([{"out": _f32(v)} for v in base]), "h_cand": Recorded([{"out": _f32(v)} for v in cand])}
+    results = {
+        "h_base": Recorded([{"out": _f32(v)} for v in base]),
+        "h_cand": Recorded([{"out": _f32(v)} for v in cand]),
+    }
 
     def harness_run(exe: str, mode: str, shape: int, seed: int, **_: Any) -> tuple[Any, Any, str]:
         calls.append(exe)
@@ -275,13 +331,18 @@ def _gate_check(base: list[float], cand: list[float], oracle_out: list[float] | 
 def test_the_gate_rescues_an_honest_candidate_and_records_it() -> None:
     s = _sums(1 << 12)
     exact = 33_554_432.0
-    v, details, calls = _gate_check([s["sequential"], 16_777_216.0, 16_777_216.0],
-                                    [s["sequential"], exact * (1 + 1e-7), exact], [s["exact"], exact, exact])  # fmt: skip
+    v, details, calls = _gate_check(
+        [s["sequential"], 16_777_216.0, 16_777_216.0],
+        [s["sequential"], exact * (1 + 1e-7), exact],
+        [s["exact"], exact, exact],
+    )
     assert v is None and len(details["checked"]) == 3
     assert [(r["set"], r["rescued"]) for r in details["oracle"]] == [("1", True), ("2", True)]
     assert details["oracle"][0]["baseline_error"] > 0.4 and details["oracle"][0]["candidate_error"] < 1e-6
     assert details["oracle_source"]["promoted"] == ["k.acc (line 4)"]
-    assert calls.count("build") == 1 and calls.count("h_oracle") == 1  # built once, run once for the shape's sets
+    assert (
+        calls.count("build") == 1 and calls.count("h_oracle") == 1
+    )  # built once, run once for the shape's sets
 
 
 def test_the_gate_refuses_a_cheat_and_never_builds_the_oracle_without_a_mismatch() -> None:
@@ -296,6 +357,12 @@ def test_the_gate_refuses_a_cheat_and_never_builds_the_oracle_without_a_mismatch
 def test_the_gate_without_a_usable_oracle_refuses_as_before() -> None:
     v, _, _ = _gate_check([16_777_216.0], [33_554_432.0], None)
     assert v is not None and v.kind == "mismatch" and "oracle" not in v.message
-    v, _, calls = _gate_check([16_777_216.0], [33_554_432.0], [33_554_432.0], build_problem="the oracle does not build: x")
-    assert v is not None and v.kind == "mismatch" and "oracle was not available: the oracle does not build" in v.message
+    v, _, calls = _gate_check(
+        [16_777_216.0], [33_554_432.0], [33_554_432.0], build_problem="the oracle does not build: x"
+    )
+    assert (
+        v is not None
+        and v.kind == "mismatch"
+        and "oracle was not available: the oracle does not build" in v.message
+    )
     assert "h_oracle" not in calls

@@ -43,8 +43,9 @@ pytestmark = pytest.mark.timeout(120)
 
 VECTOR_ADD = (SAMPLES_DIR / "vector_add.cu").read_text()
 #: A correct edit of the entry's kernel (the scope gate lets it through; it builds).
-CONST_EDIT = VECTOR_ADD.replace("int i = blockIdx.x * blockDim.x + threadIdx.x;",
-                                "const int i = blockIdx.x * blockDim.x + threadIdx.x;")  # fmt: skip
+CONST_EDIT = VECTOR_ADD.replace(
+    "int i = blockIdx.x * blockDim.x + threadIdx.x;", "const int i = blockIdx.x * blockDim.x + threadIdx.x;"
+)
 
 
 @pytest.fixture(scope="module")
@@ -54,10 +55,18 @@ def cluster(session_cache_dir: Path) -> Iterator[distributed.SpecCluster]:
     # One death per task is forgiven, the second is final (the default 3 would make the test slow).
     with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
         env = {"KERNELLSP_CACHE_DIR": str(session_cache_dir)}
-        workers = {name: {"cls": distributed.Nanny, "options": {"nthreads": 1, "env": env}}
-                   for name in ("a0", "a1", "b0")}  # fmt: skip
-        c = distributed.SpecCluster(workers=workers, silence_logs=logging.ERROR,
-                                    scheduler={"cls": distributed.Scheduler, "options": {"dashboard": False, "dashboard_address": ":0"}})  # fmt: skip
+        workers = {
+            name: {"cls": distributed.Nanny, "options": {"nthreads": 1, "env": env}}
+            for name in ("a0", "a1", "b0")
+        }
+        c = distributed.SpecCluster(
+            workers=workers,
+            silence_logs=logging.ERROR,
+            scheduler={
+                "cls": distributed.Scheduler,
+                "options": {"dashboard": False, "dashboard_address": ":0"},
+            },
+        )
     try:
         yield c
     finally:
@@ -83,7 +92,9 @@ def test_workers_are_grouped_by_gpu_model(cluster: distributed.SpecCluster) -> N
         assert sorted(w.name for w in workers) == ["a0", "a1", "b0"]
         groups = pool.groups()
         assert {m: sorted(w.name for w in ws) for m, ws in groups.items()} == {
-            "Test GPU A": ["a0", "a1"], "Test GPU B": ["b0"]}  # fmt: skip
+            "Test GPU A": ["a0", "a1"],
+            "Test GPU B": ["b0"],
+        }
         # The runner of the pool binds to the largest group; each group's environment is a worker's own.
         runner = pool.runner()
         assert runner.model == "Test GPU A"
@@ -108,8 +119,15 @@ def test_a_verification_runs_on_a_worker_of_its_model_and_its_verdict_comes_back
     try:
         runner = pool.runner("Test GPU B")
         said: list[str] = []
-        v = gate.verify(vector_add, VECTOR_ADD, CONST_EDIT, "vector_add", runner, gate.VerifyOptions(arch="sm_90"),
-                        progress=lambda m, _p: said.append(m))  # fmt: skip
+        v = gate.verify(
+            vector_add,
+            VECTOR_ADD,
+            CONST_EDIT,
+            "vector_add",
+            runner,
+            gate.VerifyOptions(arch="sm_90"),
+            progress=lambda m, _p: said.append(m),
+        )
         assert v.kind == "accepted" and v.speedup == pool_support.simulated_speedup(VECTOR_ADD, CONST_EDIT)
         # Built with the real nvcc, for the worker's GPU (sm_80), whatever the caller's options said.
         assert v.details["arch"] == "sm_80"
@@ -131,8 +149,9 @@ def test_a_verification_runs_on_a_worker_of_its_model_and_its_verdict_comes_back
         pool.close()
 
 
-def test_cancel_reaches_the_running_task_and_frees_the_gpu(cluster: distributed.SpecCluster, vector_add: Path,
-                                                           tmp_path: Path) -> None:  # fmt: skip
+def test_cancel_reaches_the_running_task_and_frees_the_gpu(
+    cluster: distributed.SpecCluster, vector_add: Path, tmp_path: Path
+) -> None:
     marker = tmp_path / "cancel-seen"
     pool = _pool(cluster, build=False, gpu_seconds=60, cancel_marker=str(marker))
     try:
@@ -143,8 +162,17 @@ def test_cancel_reaches_the_running_task_and_frees_the_gpu(cluster: distributed.
 
         def run() -> None:
             try:
-                outcome.append(gate.verify(vector_add, VECTOR_ADD, CONST_EDIT, "vector_add", runner, cancel=cancel,
-                                           progress=lambda m, _p: started.set() if "GPU" in m else None))  # fmt: skip
+                outcome.append(
+                    gate.verify(
+                        vector_add,
+                        VECTOR_ADD,
+                        CONST_EDIT,
+                        "vector_add",
+                        runner,
+                        cancel=cancel,
+                        progress=lambda m, _p: started.set() if "GPU" in m else None,
+                    )
+                )
             except Cancelled as exc:
                 outcome.append(exc)
 
@@ -168,8 +196,9 @@ def test_cancel_reaches_the_running_task_and_frees_the_gpu(cluster: distributed.
         pool.close()
 
 
-def test_a_worker_dying_mid_verification_reruns_the_candidate_elsewhere(cluster: distributed.SpecCluster,
-                                                                          vector_add: Path, tmp_path: Path) -> None:  # fmt: skip
+def test_a_worker_dying_mid_verification_reruns_the_candidate_elsewhere(
+    cluster: distributed.SpecCluster, vector_add: Path, tmp_path: Path
+) -> None:
     died = tmp_path / "died"
     pool = _pool(cluster, build=False, die_once=str(died))
     try:
@@ -181,8 +210,9 @@ def test_a_worker_dying_mid_verification_reruns_the_candidate_elsewhere(cluster:
         pool.close()
 
 
-def test_a_candidate_that_kills_every_worker_gets_an_error_not_a_verdict(cluster: distributed.SpecCluster,
-                                                                         vector_add: Path) -> None:  # fmt: skip
+def test_a_candidate_that_kills_every_worker_gets_an_error_not_a_verdict(
+    cluster: distributed.SpecCluster, vector_add: Path
+) -> None:
     pool = _pool(cluster, build=False, die_always=True)
     try:
         with pytest.raises(gate.VerifyError, match="killed the worker running it"):
@@ -211,14 +241,21 @@ def test_optimize_all_fans_entries_out_across_the_pool(
     jobs, notes = fanout.find_entries(collect_files([ws]))
     assert notes == []
     assert sorted(j.label.replace(str(ws) + "/", "") for j in jobs) == [
-        "saxpy_strided.cu:saxpy_strided", "sub/saxpy_strided.cu:saxpy_strided", "vector_add.cu:vector_add"]  # fmt: skip
+        "saxpy_strided.cu:saxpy_strided",
+        "sub/saxpy_strided.cu:saxpy_strided",
+        "vector_add.cu:vector_add",
+    ]
     pool = _pool(cluster, build=False, gpu_seconds=0.05)
     runner = pool.runner()
     done: list[str] = []
     try:
-        outcomes = fanout.optimize_all(jobs, runner, lambda _j: [Tuner()],
-                                       lambda _j: OptimizeOptions(rounds=1, candidates=2, parallel=2),
-                                       on_done=lambda o: done.append(o.entry))  # fmt: skip
+        outcomes = fanout.optimize_all(
+            jobs,
+            runner,
+            lambda _j: [Tuner()],
+            lambda _j: OptimizeOptions(rounds=1, candidates=2, parallel=2),
+            on_done=lambda o: done.append(o.entry),
+        )
     finally:
         pool.close()
     assert len(done) == 3 and [o.entry for o in outcomes] == [j.entry for j in jobs]
@@ -236,8 +273,11 @@ def test_optimize_all_fans_entries_out_across_the_pool(
         assert final["environment"]["pool"]["worker"].startswith("tcp://")
     # Runs of one workspace saved side by side: every candidate's record is in memory.
     records = Memory(state_dir(ws / "vector_add.cu") / "memory.json").records
-    assert len(records) == 6 and {r["file"] for r in records} == {"vector_add.cu", "saxpy_strided.cu",
-                                                                   "sub/saxpy_strided.cu"}  # fmt: skip
+    assert len(records) == 6 and {r["file"] for r in records} == {
+        "vector_add.cu",
+        "saxpy_strided.cu",
+        "sub/saxpy_strided.cu",
+    }
     text = fanout.summary_text(outcomes, 12.0)
     assert text.splitlines()[0].split()[:3] == ["entry", "GPU", "baseline"]
     assert "3 of 3 entries faster (verified); 12.0 s in all" in text
@@ -279,8 +319,10 @@ def test_an_unreachable_scheduler_is_named(tmp_path: Path) -> None:
 def test_cli_optimize_all_and_doctor_with_an_unreachable_pool(tmp_path: Path) -> None:
     import subprocess
 
-    (tmp_path / "kernellsp.toml").write_text('[settings]\nrunner = "pool"\n[settings.pool]\n'
-                                             'scheduler = "tcp://127.0.0.1:9"\nconnect_timeout_s = 1\n')  # fmt: skip
+    (tmp_path / "kernellsp.toml").write_text(
+        '[settings]\nrunner = "pool"\n[settings.pool]\n'
+        'scheduler = "tcp://127.0.0.1:9"\nconnect_timeout_s = 1\n'
+    )
     (tmp_path / "a.cu").write_text(VECTOR_ADD)
     (tmp_path / "b.cu").write_text(VECTOR_ADD)
     exe = [sys.executable, "-m", "kernellsp"]
@@ -302,8 +344,10 @@ def test_a_local_pool_without_dask_cuda_runs_the_real_gate_on_its_worker(
     GPU, and that error comes back as the gate's own VerifyError."""
     smi = tmp_path / "bin" / "nvidia-smi"
     smi.parent.mkdir()
-    smi.write_text("#!/bin/sh\necho '0, GPU-0000-test, NVIDIA H100 80GB HBM3, 9.0, 580.00, 81559, 1980, 1980, "
-                   "2619, 2619'\n")  # fmt: skip
+    smi.write_text(
+        "#!/bin/sh\necho '0, GPU-0000-test, NVIDIA H100 80GB HBM3, 9.0, 580.00, 81559, 1980, 1980, "
+        "2619, 2619'\n"
+    )
     smi.chmod(0o755)
     monkeypatch.setenv("PATH", f"{smi.parent}:{os.environ['PATH']}")  # the worker starts with this PATH
     pool = Pool("local", connect_timeout_s=60)
@@ -318,14 +362,21 @@ def test_a_local_pool_without_dask_cuda_runs_the_real_gate_on_its_worker(
         runner = pool.runner()
         assert runner.environment()["gpu"] == "NVIDIA H100 80GB HBM3"
         with pytest.raises(gate.VerifyError, match="baseline"):
-            gate.verify(vector_add, VECTOR_ADD, CONST_EDIT, "vector_add", runner,
-                        gate.VerifyOptions(seeds=1, sanitize=False))  # fmt: skip
+            gate.verify(
+                vector_add,
+                VECTOR_ADD,
+                CONST_EDIT,
+                "vector_add",
+                runner,
+                gate.VerifyOptions(seeds=1, sanitize=False),
+            )
     finally:
         pool.close()
 
 
-def test_cli_optimize_all_prints_the_table_and_writes_the_page(cluster: distributed.SpecCluster, tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_cli_optimize_all_prints_the_table_and_writes_the_page(
+    cluster: distributed.SpecCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The CLI's --all over the pool (its runner is the test's: the workers' GPU steps are the stand-in)."""
     from typer.testing import CliRunner
 
@@ -339,16 +390,44 @@ def test_cli_optimize_all_prints_the_table_and_writes_the_page(cluster: distribu
     monkeypatch.setattr(cli, "_make_runner", lambda _s: (pool.runner(), None))
     monkeypatch.chdir(tmp_path)
     try:
-        res = CliRunner().invoke(cli.app, ["optimize", "k", "--all", "--proposer", "tuner", "--rounds", "1",
-                                           "--candidates", "2", "--html", "summary.html"])  # fmt: skip
+        res = CliRunner().invoke(
+            cli.app,
+            [
+                "optimize",
+                "k",
+                "--all",
+                "--proposer",
+                "tuner",
+                "--rounds",
+                "1",
+                "--candidates",
+                "2",
+                "--html",
+                "summary.html",
+            ],
+        )
         assert res.exit_code == 0, res.output
         table = res.stdout.splitlines()
         assert table[0].split()[:2] == ["entry", "GPU"] and table[1].startswith("k/vector_add.cu:vector_add")
         assert "accepted" in table[1] and "1 of 1 entries faster (verified)" in res.stdout
         page = (tmp_path / "summary.html").read_text()
         assert "<tr class='ok'>" in page and "vector_add" in page
-        res = CliRunner().invoke(cli.app, ["optimize", "k", "--all", "--proposer", "tuner", "--rounds", "1",
-                                           "--candidates", "1", "--format", "json"])  # fmt: skip
+        res = CliRunner().invoke(
+            cli.app,
+            [
+                "optimize",
+                "k",
+                "--all",
+                "--proposer",
+                "tuner",
+                "--rounds",
+                "1",
+                "--candidates",
+                "1",
+                "--format",
+                "json",
+            ],
+        )
         doc = json.loads(res.stdout)
         assert doc["entries"][0]["entry"] == "vector_add" and doc["runner"].startswith("pool tcp://")
         res = CliRunner().invoke(cli.app, ["optimize", "k", "--all", "--kernel", "vector_add"])
@@ -360,8 +439,19 @@ def test_cli_optimize_all_prints_the_table_and_writes_the_page(cluster: distribu
 def test_an_entry_whose_every_candidate_errored_is_an_error_row_with_the_reason() -> None:
     from kernellsp.optimize.loop import CandidateRecord, OptimizeResult
 
-    rec = CandidateRecord(1, 0, "k", "tunable:BLOCK=128", "tuner", [], None, "error",
-                          "the baseline fails on shape 3: no CUDA-capable device", None, 1.0)  # fmt: skip
+    rec = CandidateRecord(
+        1,
+        0,
+        "k",
+        "tunable:BLOCK=128",
+        "tuner",
+        [],
+        None,
+        "error",
+        "the baseline fails on shape 3: no CUDA-capable device",
+        None,
+        1.0,
+    )
     res = OptimizeResult(
         "a.cu", "k", "", "", False, None, [rec], 1, "2 rounds without gain", None, 1.0, {"gpu": "G"}
     )

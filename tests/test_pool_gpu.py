@@ -38,12 +38,16 @@ def pool_runner() -> Iterator[object]:
         pool.close()
 
 
-@pytest.mark.parametrize(("sample", "candidate", "expected"), [
-    ("vector_add.cu", "vector_add_skip_tail.cu", "unwritten_output"),
-    ("saxpy_strided.cu", "saxpy_coalesced.cu", "accepted"),
-])  # fmt: skip
-def test_a_one_gpu_local_pool_gives_the_local_runners_verdict(pool_runner: object, sample: str, candidate: str,
-                                                              expected: str) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    ("sample", "candidate", "expected"),
+    [
+        ("vector_add.cu", "vector_add_skip_tail.cu", "unwritten_output"),
+        ("saxpy_strided.cu", "saxpy_coalesced.cu", "accepted"),
+    ],
+)
+def test_a_one_gpu_local_pool_gives_the_local_runners_verdict(
+    pool_runner: object, sample: str, candidate: str, expected: str
+) -> None:
     path = SAMPLES_DIR / sample
     baseline, cand = path.read_text(), (ADVERSARIAL / candidate).read_text()
     entry = path.stem

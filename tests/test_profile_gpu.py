@@ -58,7 +58,9 @@ def test_transpose_flags_the_uncoalesced_store_line(runner: LocalRunner, env: di
     out = _profile(runner, env, "transpose_naive.cu", use_cache=False)
     store = _line_of("transpose_naive.cu", "out[")
     hits = [f for f in out.findings if f.code == "KL601"]
-    assert any(f.range.start_line == store for f in hits), [(f.code, f.range.start_line) for f in out.findings]
+    assert any(f.range.start_line == store for f in hits), [
+        (f.code, f.range.start_line) for f in out.findings
+    ]
 
 
 def test_atomic_reduction_flags_contention(runner: LocalRunner, env: dict) -> None:

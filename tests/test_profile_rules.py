@@ -88,8 +88,9 @@ def ruleset() -> rules.RuleSet:
 
 
 @pytest.fixture(scope="module")
-def profiled(report: ProfileReport, model: SourceModel, ruleset: rules.RuleSet
-             ) -> tuple[list[Finding], list[KernelSummary]]:  # fmt: skip
+def profiled(
+    report: ProfileReport, model: SourceModel, ruleset: rules.RuleSet
+) -> tuple[list[Finding], list[KernelSummary]]:
     return profile_findings(report, model, str(KINDS), ruleset, {}, {})
 
 
@@ -221,7 +222,9 @@ def test_line_findings_use_zero_based_lines(findings: list[Finding], model: Sour
 def test_kl501_dram_bound(findings: list[Finding]) -> None:
     (f,) = of(findings, "KL501", "copy_f4")
     assert f.range.start_line == line_of("__global__ void copy_f4(") - 1
-    assert "copy_f4 is DRAM-bound: 81% of peak DRAM bandwidth (3885 GB/s) against 8% SM throughput" in f.message
+    assert (
+        "copy_f4 is DRAM-bound: 81% of peak DRAM bandwidth (3885 GB/s) against 8% SM throughput" in f.message
+    )
     assert f.evidence["dram_pct"] == pytest.approx(80.75, abs=0.01)
     assert f.impact == pytest.approx(100 - 80.75, abs=0.01)
     assert not of(findings, "KL501", "matmul_naive")  # L1-bound: DRAM only 11%
@@ -258,7 +261,10 @@ def test_kl503_l1_bound(findings: list[Finding]) -> None:
 
 def test_kl504_compute_bound(findings: list[Finding]) -> None:
     (f,) = of(findings, "KL504", "divergent")
-    assert f.message == "divergent is compute-bound: SM throughput 96% of peak, the fma pipe is 55% busy (memory 1%)"
+    assert (
+        f.message
+        == "divergent is compute-bound: SM throughput 96% of peak, the fma pipe is 55% busy (memory 1%)"
+    )
     assert f.impact == pytest.approx(54.9, abs=0.05)
     assert not of(findings, "KL504", "copy_f4")
     assert not of(findings, "KL504", "matmul_naive")  # SM 66% but memory 99%
@@ -309,10 +315,16 @@ def test_kl507_tail_effect(report: ProfileReport, ruleset: rules.RuleSet, findin
 
 def test_kl508_dominant_stall(findings: list[Finding]) -> None:
     stalls = {f.kernel: f.evidence["dominant_stall"] for f in of(findings, "KL508")}
-    assert stalls == {"copy_f4": "long_scoreboard", "spills": "long_scoreboard",
-                      "matmul_naive": "long_scoreboard", "reduce_atomic": "drain"}  # fmt: skip
+    assert stalls == {
+        "copy_f4": "long_scoreboard",
+        "spills": "long_scoreboard",
+        "matmul_naive": "long_scoreboard",
+        "reduce_atomic": "drain",
+    }
     (cp,) = of(findings, "KL508", "copy_f4")
-    assert cp.message.startswith("copy_f4: 97% of warp latency is long_scoreboard stalls (schedulers issue in 7% of cycles)")
+    assert cp.message.startswith(
+        "copy_f4: 97% of warp latency is long_scoreboard stalls (schedulers issue in 7% of cycles)"
+    )
     assert f"hottest lines {COPY_BODY} (100%)" in cp.message
     assert not of(findings, "KL508", "divergent")  # dominant 'not_selected' at 96% issue
     assert not of(findings, "KL508", "transpose_smem_conflicts")  # no reason above 30%
@@ -336,21 +348,31 @@ def _bound(entry: str, data: dict[str, Any]) -> BoundSpec:
 
 
 #: Launch specs with the sizes kinds.cu main() uses (n = 2^26 floats; matmul N = 4096).
-COPY_SPEC = _bound("copy_f4", {
-    "sizes": {"N": 1 << 26},
-    "launch": {"grid": 132 * 16, "block": 256},
-    "args": {"in": {"dtype": "f32", "dir": "in", "count": "N"},
-             "out": {"dtype": "f32", "dir": "out", "count": "N"},
-             "n4": {"value": "N / 4"}},
-})  # fmt: skip
-MATMUL_SPEC = _bound("matmul_naive", {
-    "sizes": {"N": 4096},
-    "launch": {"grid": ["N / 16", "N / 16"], "block": [16, 16]},
-    "args": {"A": {"dtype": "f32", "dir": "in", "count": "N * N"},
-             "B": {"dtype": "f32", "dir": "in", "count": "N * N"},
-             "C": {"dtype": "f32", "dir": "out", "count": "N * N"},
-             "N": {"value": "N"}},
-})  # fmt: skip
+COPY_SPEC = _bound(
+    "copy_f4",
+    {
+        "sizes": {"N": 1 << 26},
+        "launch": {"grid": 132 * 16, "block": 256},
+        "args": {
+            "in": {"dtype": "f32", "dir": "in", "count": "N"},
+            "out": {"dtype": "f32", "dir": "out", "count": "N"},
+            "n4": {"value": "N / 4"},
+        },
+    },
+)
+MATMUL_SPEC = _bound(
+    "matmul_naive",
+    {
+        "sizes": {"N": 4096},
+        "launch": {"grid": ["N / 16", "N / 16"], "block": [16, 16]},
+        "args": {
+            "A": {"dtype": "f32", "dir": "in", "count": "N * N"},
+            "B": {"dtype": "f32", "dir": "in", "count": "N * N"},
+            "C": {"dtype": "f32", "dir": "out", "count": "N * N"},
+            "N": {"value": "N"},
+        },
+    },
+)
 
 
 def test_kl510_footprint_from_spec() -> None:
@@ -366,8 +388,10 @@ def test_kl510_dram_excess(report: ProfileReport, model: SourceModel, ruleset: r
     found, _ = profile_findings(report, model, str(KINDS), ruleset, specs, {})
     assert fires_on(found, "KL510") == {"matmul_naive"}
     (f,) = of(found, "KL510", "matmul_naive")
-    assert f.message == ("matmul_naive moves 16892 MB through DRAM, 83.9x the 201 MB the spec's buffers need "
-                         "(inputs read once, outputs written once)")  # fmt: skip
+    assert f.message == (
+        "matmul_naive moves 16892 MB through DRAM, 83.9x the 201 MB the spec's buffers need "
+        "(inputs read once, outputs written once)"
+    )
     assert f.evidence["dram_excess_ratio"] == pytest.approx(16892250112 / 201326592)
     assert f.impact == pytest.approx(100 * (1 - 1 / f.evidence["dram_excess_ratio"]) * 10.66 / 100, abs=0.01)
     # copy_f4 moves what it must: 515 MB against a 537 MB footprint.
@@ -376,13 +400,17 @@ def test_kl510_dram_excess(report: ProfileReport, model: SourceModel, ruleset: r
     assert not rules.applies(rule(ruleset, "KL510"), cp)
     # The other rules do not depend on the spec.
     plain, _ = profile_findings(report, model, str(KINDS), ruleset, {}, {})
-    assert [(g.code, g.kernel, g.range) for g in found if g.code != "KL510"] == \
-           [(g.code, g.kernel, g.range) for g in plain]  # fmt: skip
+    assert [(g.code, g.kernel, g.range) for g in found if g.code != "KL510"] == [
+        (g.code, g.kernel, g.range) for g in plain
+    ]
 
 
 def test_kl511_atomic_contention(findings: list[Finding], report: ProfileReport) -> None:
     (f,) = of(findings, "KL511", "reduce_atomic")
-    assert "the busiest L2 slice's atomic unit is 33% busy against 0.4% on average (131072 atomic instructions)" in f.message
+    assert (
+        "the busiest L2 slice's atomic unit is 33% busy against 0.4% on average (131072 atomic instructions)"
+        in f.message
+    )
     assert "warps wait on drain 52% of the time" in f.message
     assert f.impact == pytest.approx(100 * 0.525 + 50, abs=0.1)
     assert not of(findings, "KL511", "copy_f4")
@@ -405,8 +433,10 @@ def test_kl602_bank_conflicts_line(findings: list[Finding]) -> None:
     (f,) = of(findings, "KL602")
     assert f.kernel == "transpose_smem_conflicts"
     assert f.range.start_line == TRANSPOSE_READ - 1 == 17
-    assert f.message == (f"line {TRANSPOSE_READ}: shared-memory accesses are 32-way bank conflicted; "
-                         "97% of the line's shared wavefronts are replays")  # fmt: skip
+    assert f.message == (
+        f"line {TRANSPOSE_READ}: shared-memory accesses are 32-way bank conflicted; "
+        "97% of the line's shared wavefronts are replays"
+    )
     assert f.evidence["line_shared_nway"] == 32
     # The row-wise store into the tile (line 15) is conflict-free.
     assert TRANSPOSE_STORE - 1 not in {g.range.start_line for g in of(findings, "KL602")}
@@ -415,7 +445,10 @@ def test_kl602_bank_conflicts_line(findings: list[Finding]) -> None:
 def test_kl603_stall_hot_line(findings: list[Finding]) -> None:
     (mm,) = of(findings, "KL603", "matmul_naive")
     assert mm.range.start_line == MATMUL_LOOP - 1
-    assert mm.message == f"line {MATMUL_LOOP} holds 100% of matmul_naive's warp-stall samples, 57% of them long_scoreboard"
+    assert (
+        mm.message
+        == f"line {MATMUL_LOOP} holds 100% of matmul_naive's warp-stall samples, 57% of them long_scoreboard"
+    )
     assert lines(of(findings, "KL603", "spills")) == [SPILLS_LOAD, SPILLS_SUM]
     assert lines(of(findings, "KL603", "copy_f4")) == [COPY_BODY]
     assert TRANSPOSE_READ in lines(of(findings, "KL603", "transpose_smem_conflicts"))
@@ -448,8 +481,13 @@ def test_line_metrics_are_keyed_by_one_based_line(report: ProfileReport) -> None
 
 def test_kl590_carries_ncu_estimated_speedup(findings: list[Finding]) -> None:
     by_rule = {f.evidence["ncu_rule"]: f for f in of(findings, "KL590", "transpose_smem_conflicts")}
-    assert set(by_rule) == {"SOLBottleneck", "IssueSlotUtilization", "AchievedOccupancy", "SharedMemoryConflicts",
-                            "UncoalescedSharedAccess"}  # fmt: skip
+    assert set(by_rule) == {
+        "SOLBottleneck",
+        "IssueSlotUtilization",
+        "AchievedOccupancy",
+        "SharedMemoryConflicts",
+        "UncoalescedSharedAccess",
+    }
     smem = by_rule["SharedMemoryConflicts"]
     assert smem.estimated_speedup_pct == pytest.approx(67.99, abs=0.01)
     assert smem.impact == smem.estimated_speedup_pct
@@ -463,21 +501,27 @@ def test_kl590_carries_ncu_estimated_speedup(findings: list[Finding]) -> None:
     sol = by_rule["SOLBottleneck"]
     assert sol.estimated_speedup_pct is None and sol.impact == 0.0 and "speedup" not in sol.message
     (div,) = of(findings, "KL590", "divergent")
-    assert div.evidence["ncu_rule"] == "ThreadDivergence" and div.estimated_speedup_pct == pytest.approx(51.0, abs=0.01)
+    assert div.evidence["ncu_rule"] == "ThreadDivergence" and div.estimated_speedup_pct == pytest.approx(
+        51.0, abs=0.01
+    )
 
 
 def test_kl590_keeps_only_opt_and_wrn(findings: list[Finding], report: ProfileReport) -> None:
     cp = {f.evidence["ncu_rule"] for f in of(findings, "KL590", "copy_f4")}
     # copy_f4's SOLBottleneck "High Throughput" is INF: not a finding.
     assert cp == {"IssueSlotUtilization", "CPIStall"}
-    assert any(r.rule_identifier == "SOLBottleneck" and r.type == "INF" for r in kernel(report, "copy_f4").ncu_rules)
+    assert any(
+        r.rule_identifier == "SOLBottleneck" and r.type == "INF" for r in kernel(report, "copy_f4").ncu_rules
+    )
     assert "SharedMemoryConflicts" not in cp
     for name in KERNELS:
         want = [r for r in kernel(report, name).ncu_rules if r.type in ("OPT", "WRN")]
         assert len(of(findings, "KL590", name)) == len(want)
 
 
-def test_without_the_ncu_rule_emitter(report: ProfileReport, model: SourceModel, ruleset: rules.RuleSet) -> None:
+def test_without_the_ncu_rule_emitter(
+    report: ProfileReport, model: SourceModel, ruleset: rules.RuleSet
+) -> None:
     trimmed = rules.RuleSet(rules={c: r for c, r in ruleset.rules.items() if c != "KL590"})
     found, _ = profile_findings(report, model, str(KINDS), trimmed, {}, {})
     assert not of(found, "KL590") and of(found, "KL511")
@@ -503,8 +547,10 @@ def test_bottleneck_edge_cases() -> None:
     assert bottleneck({"sm_pct": 10.0, "mem_pct": 20.0, "waves": 0.4}) == "small grid (latency-bound)"
     assert bottleneck({"sm_pct": 90.0, "mem_pct": 10.0}) == "compute-bound"
     # L2 just above DRAM (within 10 points) is DRAM traffic passing through L2.
-    assert bottleneck({"sm_pct": 10.0, "mem_pct": 85.0, "dram_pct": 80.0, "l2_pct": 85.0, "l1_pct": 30.0}) == \
-        "memory-bound (DRAM)"  # fmt: skip
+    assert (
+        bottleneck({"sm_pct": 10.0, "mem_pct": 85.0, "dram_pct": 80.0, "l2_pct": 85.0, "l1_pct": 30.0})
+        == "memory-bound (DRAM)"
+    )
 
 
 def test_kernel_summaries(summaries: dict[str, KernelSummary], report: ProfileReport) -> None:
@@ -528,10 +574,14 @@ def test_roofline_position_from_fp32_counters(report: ProfileReport) -> None:
     FLOP = fadd + fmul + 2 x ffma against SMs x 128 FMA/clk x 2 at the recorded SM clock."""
     kp = kernel(report, "divergent")
     assert "fp32_pct_of_peak" not in kernel_profile_metrics(kp, report, None)
-    counters = {"smsp__sass_thread_inst_executed_op_fadd_pred_on.sum": 1e9,
-                "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum": 2e9,
-                "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": 3e9}  # fmt: skip
-    values = kernel_profile_metrics(kp.model_copy(update={"metrics": {**kp.metrics, **counters}}), report, None)
+    counters = {
+        "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum": 1e9,
+        "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum": 2e9,
+        "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": 3e9,
+    }
+    values = kernel_profile_metrics(
+        kp.model_copy(update={"metrics": {**kp.metrics, **counters}}), report, None
+    )
     flops = 1e9 + 2e9 + 2 * 3e9
     assert values["fp32_flop"] == flops
     dur_s = kp.derived["duration_ns"] * 1e-9
@@ -586,7 +636,9 @@ def test_h100_values_and_ranking(h100_findings: list[Finding], h100_report: Prof
     assert "97% of the line's shared wavefronts are replays" in f602.message
 
 
-def test_h100_kl510_with_the_specs(h100_report: ProfileReport, model: SourceModel, ruleset: rules.RuleSet) -> None:
+def test_h100_kl510_with_the_specs(
+    h100_report: ProfileReport, model: SourceModel, ruleset: rules.RuleSet
+) -> None:
     specs = {"copy_f4": COPY_SPEC, "matmul_naive": MATMUL_SPEC}
     found, _ = profile_findings(h100_report, model, str(KINDS), ruleset, specs, {})
     assert fires_on(found, "KL510") == {"matmul_naive"}

@@ -95,7 +95,9 @@ def test_softmax_small_grid(gpu: str) -> None:
     assert kl507 and kl507[0].evidence["waves"] < 1
 
 
-@pytest.mark.parametrize("rep", sorted(NCU.glob("samples-*/*.ncu-rep")), ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize(
+    "rep", sorted(NCU.glob("samples-*/*.ncu-rep")), ids=lambda p: f"{p.parent.name}/{p.name}"
+)
 def test_every_sample_report_reads_and_ranks(rep: Path) -> None:
     sample = rep.name.split(".")[0]
     f, _, report = _findings(rep.parent.name.removeprefix("samples-"), sample)
@@ -107,4 +109,6 @@ def test_every_sample_report_reads_and_ranks(rep: Path) -> None:
 
 def test_both_gpus_recorded_every_sample() -> None:
     names = {g: sorted(p.name for p in (NCU / f"samples-{g}").glob("*.ncu-rep")) for g in GPUS}
-    assert names["h100"] == names["h200"] and len(names["h100"]) == len(list((NCU.parent.parent.parent / "samples").glob("*.cu")))
+    assert names["h100"] == names["h200"] and len(names["h100"]) == len(
+        list((NCU.parent.parent.parent / "samples").glob("*.cu"))
+    )

@@ -82,8 +82,18 @@ def test_profile_phases_cache_and_debounce(fake_ncu: Path, tmp_path: Path) -> No
     calls = [json.loads(line) for line in fake_ncu.read_text().splitlines()]
     assert len(calls) == 1 and "--profile-from-start" in calls[0]
     ph = out.environment["phases"]
-    for k in ("parse_s", "environment_s", "plan_s", "build_s", "ncu_s", "report_s", "rules_s", "total_s",
-              "build_vector_add_s", "debounce_wait_s"):  # fmt: skip
+    for k in (
+        "parse_s",
+        "environment_s",
+        "plan_s",
+        "build_s",
+        "ncu_s",
+        "report_s",
+        "rules_s",
+        "total_s",
+        "build_vector_add_s",
+        "debounce_wait_s",
+    ):
         assert k in ph, (k, ph)
     # The build ran inside the debounce: ncu started no earlier than the deadline, and the wait was what
     # the build had left of it.

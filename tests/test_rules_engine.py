@@ -39,15 +39,49 @@ def _write(d: Path, name: str, text: str) -> Path:
 def test_bundled_rules_load() -> None:
     rs = load_rules(None)
     codes = set(rs.rules)
-    static = {"KL001", "KL002", "KL003", "KL004", "KL101", "KL102", "KL103", "KL104", "KL201", "KL202", "KL301",
-              "KL302", "KL303", "KL401", "KL402", "KL403", "KL404", "KL405"}  # fmt: skip
+    static = {
+        "KL001",
+        "KL002",
+        "KL003",
+        "KL004",
+        "KL101",
+        "KL102",
+        "KL103",
+        "KL104",
+        "KL201",
+        "KL202",
+        "KL301",
+        "KL302",
+        "KL303",
+        "KL401",
+        "KL402",
+        "KL403",
+        "KL404",
+        "KL405",
+    }
     assert static <= codes
     assert len(codes) == len(RULE_FILES)
     assert [r.code for r in rs.sorted()] == sorted(codes)
     assert rs.by_emitter("nvcc-error") is rs.get("KL001")
     assert rs.by_emitter("missing-spec") is rs.get("KL004")
-    assert {r.code for r in rs.conditional("kernel")} >= {"KL101", "KL102", "KL103", "KL104", "KL201", "KL202", "KL405"}
-    assert {r.code for r in rs.conditional("line")} >= {"KL301", "KL302", "KL303", "KL401", "KL402", "KL403", "KL404"}
+    assert {r.code for r in rs.conditional("kernel")} >= {
+        "KL101",
+        "KL102",
+        "KL103",
+        "KL104",
+        "KL201",
+        "KL202",
+        "KL405",
+    }
+    assert {r.code for r in rs.conditional("line")} >= {
+        "KL301",
+        "KL302",
+        "KL303",
+        "KL401",
+        "KL402",
+        "KL403",
+        "KL404",
+    }
 
 
 @pytest.mark.parametrize("path", RULE_FILES, ids=lambda p: p.name)
@@ -97,26 +131,57 @@ def test_cli_rules_show() -> None:
 @pytest.mark.parametrize(
     ("mutate", "field", "why"),
     [
-        (lambda t: t.replace('title = "Blocks of 512 threads or more"\n', ""), "title", "required field is missing"),
+        (
+            lambda t: t.replace('title = "Blocks of 512 threads or more"\n', ""),
+            "title",
+            "required field is missing",
+        ),
         (lambda t: t + 'colour = "red"\n', "colour", "unknown field"),
-        (lambda t: t.replace('"block_size >= 512"', '"block_sise >= 512"'), "when", "unknown metric 'block_sise'"),
-        (lambda t: t.replace('"block_size >= 512"', '"unguarded_accesses > 0"'), "when",
-         "'unguarded_accesses' is a line metric but the rule's scope is kernel"),
+        (
+            lambda t: t.replace('"block_size >= 512"', '"block_sise >= 512"'),
+            "when",
+            "unknown metric 'block_sise'",
+        ),
+        (
+            lambda t: t.replace('"block_size >= 512"', '"unguarded_accesses > 0"'),
+            "when",
+            "'unguarded_accesses' is a line metric but the rule's scope is kernel",
+        ),
         (lambda t: t.replace('"block_size >= 512"', '"block_size >= "'), "when", "cannot parse"),
-        (lambda t: t.replace('"block_size >= 512"', '"block_size.__class__"'), "when", "attribute access ('.__class__') is not allowed"),
-        (lambda t: t.replace('"block_size >= 512"', '"__import__(\'os\')"'), "when", "unknown function"),
+        (
+            lambda t: t.replace('"block_size >= 512"', '"block_size.__class__"'),
+            "when",
+            "attribute access ('.__class__') is not allowed",
+        ),
+        (lambda t: t.replace('"block_size >= 512"', "\"__import__('os')\""), "when", "unknown function"),
         (lambda t: t.replace("{block_size}", "{block_size:%%}"), "message", "bad format spec '%%'"),
         (lambda t: t.replace("{block_source}", "{nope}"), "message", "unknown metric 'nope'"),
         (lambda t: t.replace('"KL950"', '"KL95"'), "code", "must look like KL123"),
         (lambda t: t.replace('"KL950"', '"XX950"'), "code", "must look like KL123"),
         (lambda t: t.replace('"info"', '"fatal"'), "severity", "Input should be"),
-        (lambda t: t.replace('"kernel"', '"file"', 1).replace('when = "block_size >= 512"\n', ""), "(file)",
-         "exactly one of 'when'"),
+        (
+            lambda t: t.replace('"kernel"', '"file"', 1).replace('when = "block_size >= 512"\n', ""),
+            "(file)",
+            "exactly one of 'when'",
+        ),
         (lambda t: t.replace('"kernel"', '"module"', 1), "scope", "Input should be"),
     ],
-    ids=["missing-title", "unknown-field", "unknown-metric", "line-metric-in-kernel-rule", "bad-expression",
-         "attribute-in-when", "call-in-when", "bad-format-spec", "unknown-placeholder", "short-code", "bad-prefix",
-         "bad-severity", "neither-when-nor-emitter", "bad-scope"],
+    ids=[
+        "missing-title",
+        "unknown-field",
+        "unknown-metric",
+        "line-metric-in-kernel-rule",
+        "bad-expression",
+        "attribute-in-when",
+        "call-in-when",
+        "bad-format-spec",
+        "unknown-placeholder",
+        "short-code",
+        "bad-prefix",
+        "bad-severity",
+        "neither-when-nor-emitter",
+        "bad-scope",
+    ],
 )
 def test_malformed_rule_file_names_file_and_field(tmp_path: Path, mutate, field: str, why: str) -> None:  # type: ignore[no-untyped-def]
     path = _write(tmp_path, "KL950-big.toml", mutate(VALID))
@@ -138,7 +203,7 @@ def test_bad_toml_names_the_file_and_the_line(tmp_path: Path) -> None:
 
 def test_unreadable_rule_file(tmp_path: Path) -> None:
     path = tmp_path / "KL950-big.toml"
-    path.write_bytes(b"code = \"\xff\xfe\"\n")
+    path.write_bytes(b'code = "\xff\xfe"\n')
     with pytest.raises(RuleError, match="cannot read"):
         load_rule_file(path)
 
@@ -172,7 +237,11 @@ def test_workspace_rules_with_an_error_fail_the_whole_load(tmp_path: Path) -> No
 
 
 def test_builtin_rule_placeholders_are_checked(tmp_path: Path) -> None:
-    text = (BUNDLED / "KL001-compile-error.toml").read_text().replace('message = "{message}"', 'message = "{oops}"')
+    text = (
+        (BUNDLED / "KL001-compile-error.toml")
+        .read_text()
+        .replace('message = "{message}"', 'message = "{oops}"')
+    )
     with pytest.raises(RuleError, match=r"field 'message': unknown placeholder \{oops\}"):
         load_rule_file(_write(tmp_path, "KL001-x.toml", text))
 
@@ -246,8 +315,10 @@ def test_applies_and_missing_inputs() -> None:
 
 
 def test_render_fills_placeholders() -> None:
-    out = rules.render("{kernel}: {occupancy_pct:.0f}% ({spill}) {flag} {missing}",
-                       {"kernel": "k", "occupancy_pct": 37.5, "spill": 0, "flag": True})  # fmt: skip
+    out = rules.render(
+        "{kernel}: {occupancy_pct:.0f}% ({spill}) {flag} {missing}",
+        {"kernel": "k", "occupancy_pct": 37.5, "spill": 0, "flag": True},
+    )
     assert out == "k: 38% (0) yes ?"
     assert rules.render("{x:.2f}", {"x": "not a number"}) == "not a number"
 

@@ -26,7 +26,11 @@ SECRETS = {
     "SSH_AUTH_SOCK": "/tmp/test-agent.sock",
 }
 
-PRINT_ENV = [sys.executable, "-c", "import json, os; print(json.dumps({'cwd': os.getcwd(), 'env': dict(os.environ)}))"]
+PRINT_ENV = [
+    sys.executable,
+    "-c",
+    "import json, os; print(json.dumps({'cwd': os.getcwd(), 'env': dict(os.environ)}))",
+]
 
 
 def alive(pid: int) -> bool:
@@ -115,7 +119,9 @@ def test_put_get_round_trip_files_and_directories(runner: LocalRunner, workdir: 
 # Clean environment
 
 
-def test_clean_env_drops_secrets_and_keeps_the_allow_list(secrets: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_clean_env_drops_secrets_and_keeps_the_allow_list(
+    secrets: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     monkeypatch.setenv("LD_LIBRARY_PATH", "/usr/local/cuda/lib64")
     monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "1")
@@ -134,8 +140,9 @@ def test_clean_env_drops_secrets_and_keeps_the_allow_list(secrets: dict[str, str
     assert "HOME" not in env
 
 
-def test_run_child_sees_no_secrets_and_home_is_the_workdir(runner: LocalRunner, workdir: str,
-                                                          secrets: dict[str, str]) -> None:  # fmt: skip
+def test_run_child_sees_no_secrets_and_home_is_the_workdir(
+    runner: LocalRunner, workdir: str, secrets: dict[str, str]
+) -> None:
     res = runner.run(PRINT_ENV, workdir, 60, env={"MY_TOKEN": "passed-explicitly", "KLSP_OK": "yes"})
     assert res.returncode == 0, res.stderr
     seen = json.loads(res.stdout)
@@ -311,7 +318,9 @@ NO_DEVICE = (
     "==ERROR== The application returned an error code (1).\n"
     "==WARNING== No kernels were profiled.\n"
 )
-NO_DEVICE_HARNESS = "harness: cudaMalloc(&d_a, bytes) failed: cudaErrorNoDevice: no CUDA-capable device is detected\n"
+NO_DEVICE_HARNESS = (
+    "harness: cudaMalloc(&d_a, bytes) failed: cudaErrorNoDevice: no CUDA-capable device is detected\n"
+)
 OLD_DRIVER = "CUDA error: CUDA driver version is insufficient for CUDA runtime version\n"
 PROFILER = (
     "==PROF== Connected to process 777 (/tmp/kernellsp-job-x/h_k)\n"
@@ -394,8 +403,11 @@ def test_require_missing_tool_names_the_fix(runner: LocalRunner, monkeypatch: py
     assert ei.value.kind == "no_kernellsp_no_such_tool"
     assert str(ei.value) == "kernellsp-no-such-tool not found on this host: install it there"
     monkeypatch.setattr(runner, "which", lambda tool: None)
-    hints = {"nvcc": "install the CUDA toolkit", "ncu": "install Nsight Compute",
-             "compute-sanitizer": "ships with the CUDA toolkit"}  # fmt: skip
+    hints = {
+        "nvcc": "install the CUDA toolkit",
+        "ncu": "install Nsight Compute",
+        "compute-sanitizer": "ships with the CUDA toolkit",
+    }
     for tool, hint in hints.items():
         with pytest.raises(RunnerError) as ei:
             runner.require(tool)
@@ -414,8 +426,9 @@ def test_require_present_tool_returns_its_path(runner: LocalRunner) -> None:
 # The GPU lock file and the harness build cache
 
 
-def test_gpu_lock_that_cannot_be_opened_is_named(runner: LocalRunner, workdir: str, tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_gpu_lock_that_cannot_be_opened_is_named(
+    runner: LocalRunner, workdir: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     locks = tmp_path / "locks"
     (locks / "kernellsp-gpu.lock").mkdir(parents=True)  # a directory where the lock file should be
     monkeypatch.setenv("KERNELLSP_GPU_LOCK_DIR", str(locks))
@@ -425,8 +438,9 @@ def test_gpu_lock_that_cannot_be_opened_is_named(runner: LocalRunner, workdir: s
     assert str(ei.value).startswith(f"cannot open the GPU lock {locks / 'kernellsp-gpu.lock'}: ")
 
 
-def test_cached_build_honours_no_cache(runner: LocalRunner, workdir: str, tmp_path: Path,
-                                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_cached_build_honours_no_cache(
+    runner: LocalRunner, workdir: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from kernellsp import cache
 
     monkeypatch.setenv("KERNELLSP_CACHE_DIR", str(tmp_path / "cache"))
@@ -449,7 +463,17 @@ def test_tool_versions_parse_to_one_string() -> None:
     """The environment recorded with a profile (and keyed into its cache) holds version strings, never lists."""
     from kernellsp.build.toolchain import parse_version
 
-    assert parse_version("nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 13.0, V13.0.88\n") == "13.0.88"
-    assert parse_version("NVIDIA (R) Nsight Compute Command Line Profiler\nVersion 2025.3.1.0 (build 36398880)\n") == "2025.3.1.0"
+    assert (
+        parse_version(
+            "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 13.0, V13.0.88\n"
+        )
+        == "13.0.88"
+    )
+    assert (
+        parse_version(
+            "NVIDIA (R) Nsight Compute Command Line Profiler\nVersion 2025.3.1.0 (build 36398880)\n"
+        )
+        == "2025.3.1.0"
+    )
     assert parse_version("ncu 2025.3 beta\n") == "ncu 2025.3 beta"
     assert parse_version("") is None

@@ -29,8 +29,11 @@ from kernellsp.profile.ncu import ProfileError, ProfileOptions, profile_file, ru
 from kernellsp.run.runner import RunnerError, SshRunner, gpu_lock_dir
 
 REPO = Path(__file__).resolve().parent.parent
-SECRETS = {"OPENAI_API_KEY": "sk-test-openai-0123456789", "MY_TOKEN": "tok-test-abcdef",
-           "AWS_SECRET_ACCESS_KEY": "aws-test-secret-xyz"}  # fmt: skip
+SECRETS = {
+    "OPENAI_API_KEY": "sk-test-openai-0123456789",
+    "MY_TOKEN": "tok-test-abcdef",
+    "AWS_SECRET_ACCESS_KEY": "aws-test-secret-xyz",
+}
 
 
 @pytest.fixture(scope="module")
@@ -99,15 +102,25 @@ def test_put_get_round_trip_with_nested_dirs(runner: SshRunner, workdir: str, tm
     for rel, data in files.items():
         assert (Path(workdir) / rel).read_bytes() == data
     dest = tmp_path / "fetched"
-    got = runner.get(workdir, ["a.txt", "src", "data/blob.bin", "dir with space", "empty.txt", "missing.txt"], dest)
-    assert got == [dest / "a.txt", dest / "src", dest / "data/blob.bin", dest / "dir with space", dest / "empty.txt"]
+    got = runner.get(
+        workdir, ["a.txt", "src", "data/blob.bin", "dir with space", "empty.txt", "missing.txt"], dest
+    )
+    assert got == [
+        dest / "a.txt",
+        dest / "src",
+        dest / "data/blob.bin",
+        dest / "dir with space",
+        dest / "empty.txt",
+    ]
     for rel, data in files.items():
         assert (dest / rel).read_bytes() == data
     assert not (dest / "missing.txt").exists()
     # Only missing paths: nothing to fetch, no error.
     assert runner.get(workdir, ["nope", "also/nope"], tmp_path / "empty") == []
     # Results written remotely come back.
-    res = runner.run(["sh", "-c", "mkdir -p out/nested/deeper && echo 42 > out/nested/deeper/r.txt"], workdir, 30)
+    res = runner.run(
+        ["sh", "-c", "mkdir -p out/nested/deeper && echo 42 > out/nested/deeper/r.txt"], workdir, 30
+    )
     assert res.returncode == 0, res.stderr
     assert runner.get(workdir, ["out"], dest) == [dest / "out"]
     assert (dest / "out/nested/deeper/r.txt").read_text() == "42\n"
@@ -117,11 +130,14 @@ def test_put_get_round_trip_with_nested_dirs(runner: SshRunner, workdir: str, tm
 # Running
 
 
-def test_remote_run_sees_no_secrets_and_home_is_workdir(runner: SshRunner, workdir: str,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_remote_run_sees_no_secrets_and_home_is_workdir(
+    runner: SshRunner, workdir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for k, v in SECRETS.items():
         monkeypatch.setenv(k, v)
-    res = runner.run(["sh", "-c", "pwd; env"], workdir, 30, env={"MY_TOKEN": "passed-explicitly", "KLSP_OK": "yes"})
+    res = runner.run(
+        ["sh", "-c", "pwd; env"], workdir, 30, env={"MY_TOKEN": "passed-explicitly", "KLSP_OK": "yes"}
+    )
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
     assert lines[0] == workdir
@@ -155,10 +171,14 @@ def test_compile_cuda_remotely_and_fetch_the_cubin(runner: SshRunner, workdir: s
     if runner.which("nvcc") is None:
         pytest.skip("nvcc is not installed on this host (the ssh 'remote')")
     nvcc = runner.require("nvcc")
-    src = b"__global__ void scale(float* x, float a, int n) {\n" \
-          b"  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] *= a;\n}\n"  # fmt: skip
+    src = (
+        b"__global__ void scale(float* x, float a, int n) {\n"
+        b"  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] *= a;\n}\n"
+    )
     runner.put({"src/scale.cu": src}, workdir)
-    res = runner.run([nvcc, "-arch=sm_90", "-cubin", "-lineinfo", "-o", "scale.cubin", "src/scale.cu"], workdir, 300)
+    res = runner.run(
+        [nvcc, "-arch=sm_90", "-cubin", "-lineinfo", "-o", "scale.cubin", "src/scale.cu"], workdir, 300
+    )
     assert res.returncode == 0, res.output
     got = runner.get(workdir, ["scale.cubin"], tmp_path)
     assert got == [tmp_path / "scale.cubin"]
@@ -204,7 +224,9 @@ def test_unreachable_host_fails_fast_and_names_the_fix(sshd_server: sshd.SshServ
 
 def test_wrong_key_is_unreachable_with_the_reason(sshd_server: sshd.SshServer, tmp_path: Path) -> None:
     key = tmp_path / "other_key"
-    subprocess.run([sshd.openssh().keygen, "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, timeout=30)
+    subprocess.run(
+        [sshd.openssh().keygen, "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, timeout=30
+    )
     opts = [o if o != str(sshd_server.key) else str(key) for o in sshd_server.options]
     r = SshRunner(sshd_server.target, ssh=sshd_server.ssh, connect_timeout_s=5, extra_options=opts)
     try:
@@ -319,7 +341,9 @@ def test_connection_is_reused(sshd_server: sshd.SshServer) -> None:
         before = _connections(sshd_server)
         wd = r.new_workdir()
         sock = Path(r._control)
-        assert sock.exists() and stat.S_ISSOCK(sock.stat().st_mode), "no ControlMaster socket after the first call"
+        assert sock.exists() and stat.S_ISSOCK(sock.stat().st_mode), (
+            "no ControlMaster socket after the first call"
+        )
         after_first = _connections(sshd_server)
         assert after_first - before == 1
         n = 5
@@ -334,7 +358,9 @@ def test_connection_is_reused(sshd_server: sshd.SshServer) -> None:
         fresh_s = time.monotonic() - t0
         assert _connections(sshd_server) == after_first + n
         print(f"{n} runs over the shared connection {reused_s:.2f} s, {n} fresh logins {fresh_s:.2f} s")
-        assert reused_s < fresh_s, f"{n} runs over the shared connection {reused_s:.2f} s, {n} fresh logins {fresh_s:.2f} s"
+        assert reused_s < fresh_s, (
+            f"{n} runs over the shared connection {reused_s:.2f} s, {n} fresh logins {fresh_s:.2f} s"
+        )
         r.cleanup(wd)
     finally:
         r.close()
@@ -378,7 +404,9 @@ def test_profile_file_without_gpu_says_so(runner: SshRunner) -> None:
 def test_remote_json_round_trip_of_args(runner: SshRunner, workdir: str) -> None:
     """Arguments with quotes, spaces and shell metacharacters reach the program unchanged."""
     args = ["a b", "it's", '"dq"', "$HOME", "`id`", "x;y", "*", ""]
-    res = runner.run([sys.executable, "-c", "import json, sys; print(json.dumps(sys.argv[1:]))", *args], workdir, 30)
+    res = runner.run(
+        [sys.executable, "-c", "import json, sys; print(json.dumps(sys.argv[1:]))", *args], workdir, 30
+    )
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) == args
 
@@ -391,14 +419,33 @@ def test_cli_gpu_host_leaves_no_ssh_master_behind(sshd_server: sshd.SshServer, t
     """
     wrap = sshd_server.client_wrapper(tmp_path / "bin").parent
     tmp = Path(tempfile.mkdtemp(prefix="kl-", dir="/tmp"))  # short: the socket path must fit in 107 bytes
-    env = {**os.environ, "PATH": f"{wrap}:{os.environ['PATH']}", "TMPDIR": str(tmp),
-           "KERNELLSP_CACHE_DIR": str(tmp_path / "cache")}  # fmt: skip
+    env = {
+        **os.environ,
+        "PATH": f"{wrap}:{os.environ['PATH']}",
+        "TMPDIR": str(tmp),
+        "KERNELLSP_CACHE_DIR": str(tmp_path / "cache"),
+    }
     if shutil.which("nvidia-smi") is not None:
         pytest.skip("this host has a GPU: the command would profile instead of failing fast")
-    res = subprocess.run([sys.executable, "-m", "kernellsp", "profile", str(REPO / "samples" / "vector_add.cu"),
-                          "--gpu-host", sshd_server.target], capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kernellsp",
+            "profile",
+            str(REPO / "samples" / "vector_add.cu"),
+            "--gpu-host",
+            sshd_server.target,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert res.returncode == 2, res.stderr
-    assert res.stderr.startswith(f"error: no GPU on {sshd_server.target}: nvidia-smi not found there"), res.stderr
+    assert res.stderr.startswith(f"error: no GPU on {sshd_server.target}: nvidia-smi not found there"), (
+        res.stderr
+    )
     assert "Traceback" not in res.stderr
     assert _connections(sshd_server) > 0
     deadline = time.monotonic() + 5
@@ -412,8 +459,9 @@ def test_cli_gpu_host_leaves_no_ssh_master_behind(sshd_server: sshd.SshServer, t
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-def test_long_tmpdir_still_gets_a_control_socket(sshd_server: sshd.SshServer, tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_long_tmpdir_still_gets_a_control_socket(
+    sshd_server: sshd.SshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A TMPDIR too long for a Unix socket path (macOS's /var/folders/..., deep CI dirs) falls back to /tmp."""
     deep = tmp_path / ("d" * 60) / ("e" * 40)
     deep.mkdir(parents=True)
@@ -454,7 +502,9 @@ def test_remote_cuda_settings_pass_through(sshd_server: sshd.SshServer, tmp_path
         assert res.returncode == 0 and res.stdout.strip() == expected, res
 
 
-def test_a_local_and_an_ssh_job_queue_on_one_gpu_lock(runner: SshRunner, workdir: str, tmp_path: Path) -> None:
+def test_a_local_and_an_ssh_job_queue_on_one_gpu_lock(
+    runner: SshRunner, workdir: str, tmp_path: Path
+) -> None:
     """Issue 15 item 12: the GPU host's local runner and an ssh runner to it take the same lock and wait in line,
     each shown who holds the GPU (job, user@host, since when), with no time limit but the user's setting."""
     from kernellsp.run.runner import LocalRunner

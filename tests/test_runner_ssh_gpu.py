@@ -50,8 +50,9 @@ def test_remote_environment_is_this_gpu(remote: SshRunner) -> None:
 
 def test_profile_over_ssh_finds_the_uncoalesced_store(remote: SshRunner, tmp_path: Path) -> None:
     path = ROOT / "samples" / "transpose_naive.cu"
-    out = profile_file(path, path.read_text(), remote,
-                       ProfileOptions(use_cache=False, save_report_dir=tmp_path))  # fmt: skip
+    out = profile_file(
+        path, path.read_text(), remote, ProfileOptions(use_cache=False, save_report_dir=tmp_path)
+    )
     assert out.environment["runner"] == remote.name
     [k] = out.kernels
     assert k.name == "transpose_naive" and k.duration_ns and k.duration_ns > 0

@@ -113,8 +113,13 @@ def test_status_says_what_confines_the_code(runner: LocalRunner) -> None:
     s = runner.sandbox_status()
     assert s.mode == "bwrap" and s.confined and s.seccomp and s.canary and s.limits
     text = s.describe()
-    for part in ("bubblewrap", "no network", "read-only file system", "internet sockets killed (seccomp)",
-                 "decoy reads and writes named"):  # fmt: skip
+    for part in (
+        "bubblewrap",
+        "no network",
+        "read-only file system",
+        "internet sockets killed (seccomp)",
+        "decoy reads and writes named",
+    ):
         assert part in text, text
     assert s.to_dict()["summary"] == text
     assert (os.geteuid() == 0) == s.as_root
@@ -223,8 +228,9 @@ def test_writing_to_tmp_is_named_and_never_lands(runner: LocalRunner, workdir: s
 
 def test_writing_to_the_home_is_named_and_never_lands(runner: LocalRunner, workdir: str, home: Path) -> None:
     err = violation(runner, workdir, "write", str(home / ".bashrc"))
-    assert err.violations == [f"modified {home}/.bashrc (outside its scratch directory)"] or err.violations == [
-        f"wrote {home}/.bashrc (outside its scratch directory)"]  # fmt: skip
+    assert err.violations == [
+        f"modified {home}/.bashrc (outside its scratch directory)"
+    ] or err.violations == [f"wrote {home}/.bashrc (outside its scratch directory)"]
     assert (home / ".bashrc").read_text() == "# the user's own\n"
     err = violation(runner, workdir, "write", str(home / ".ssh" / "authorized_keys"))
     assert f"wrote {home}/.ssh/authorized_keys (outside its scratch directory)" in err.violations
@@ -232,12 +238,17 @@ def test_writing_to_the_home_is_named_and_never_lands(runner: LocalRunner, workd
 
 
 def test_the_rest_of_the_file_system_is_read_only(runner: LocalRunner, workdir: str) -> None:
-    for target in (str(REPO / f"kernellsp-sandbox-test-{os.getpid()}"), "/etc/kernellsp-sandbox-test",
-                   f"/var/tmp/kernellsp-sandbox-test-{os.getpid()}"):  # fmt: skip
+    for target in (
+        str(REPO / f"kernellsp-sandbox-test-{os.getpid()}"),
+        "/etc/kernellsp-sandbox-test",
+        f"/var/tmp/kernellsp-sandbox-test-{os.getpid()}",
+    ):
         res = run(runner, workdir, "write", target)
         # A checkout under /tmp (CI clones) is hidden by the canary /tmp: its folder is not there at all.
         hidden = target.startswith("/tmp/")
-        allowed = {"open: Read-only file system\n"} | ({"open: No such file or directory\n"} if hidden else set())
+        allowed = {"open: Read-only file system\n"} | (
+            {"open: No such file or directory\n"} if hidden else set()
+        )
         assert res.stdout in allowed, (target, res.stdout)
         assert not Path(target).exists()
 
@@ -286,8 +297,13 @@ def test_nvcc_builds_in_the_sandbox_and_an_included_key_is_named(runner: LocalRu
     nvcc = runner.require("nvcc")
     wd = runner.new_workdir()
     try:
-        runner.put({"k.cu": b"__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n",
-                    "bad.cu": f'#include "{home}/.ssh/id_rsa"\n__global__ void k() {{}}\n'.encode()}, wd)  # fmt: skip
+        runner.put(
+            {
+                "k.cu": b"__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n",
+                "bad.cu": f'#include "{home}/.ssh/id_rsa"\n__global__ void k() {{}}\n'.encode(),
+            },
+            wd,
+        )
         res = runner.run([nvcc, "-arch=sm_90", "-c", "-o", "k.o", "k.cu"], wd, 300)
         assert res.returncode == 0 and res.sandboxed, res.stderr
         assert (Path(wd) / "k.o").stat().st_size > 0
@@ -334,9 +350,11 @@ def test_a_bwrap_that_cannot_start_is_reported_with_the_reason(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     fake = tmp_path / "bwrap"
-    fake.write_text("#!/bin/sh\n[ \"$1\" = --version ] && { echo 'bubblewrap 0.0-fake'; exit 0; }\n"
-                    "echo 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow "
-                    "non-privileged user namespaces.' >&2\nexit 1\n")  # fmt: skip
+    fake.write_text(
+        "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'bubblewrap 0.0-fake'; exit 0; }\n"
+        "echo 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow "
+        "non-privileged user namespaces.' >&2\nexit 1\n"
+    )
     fake.chmod(0o755)
     monkeypatch.setenv("KERNELLSP_BWRAP", str(fake))
     s = LocalRunner(scratch_root=tmp_path).sandbox_status()
@@ -386,8 +404,10 @@ def test_what_of_a_hidden_home_is_bound_for_the_toolchain(path: str, want: list[
 
 
 def test_report_parsing_keeps_the_programs_stderr() -> None:
-    stderr = "prog says hi\nno newline at the end\n__kernellsp_sandbox_report__ abc\nread home0/.ssh/id_rsa\n" \
-             "created tmp/x\nchanged tmp/x\n__kernellsp_sandbox_end__ abc\n"  # fmt: skip
+    stderr = (
+        "prog says hi\nno newline at the end\n__kernellsp_sandbox_report__ abc\nread home0/.ssh/id_rsa\n"
+        "created tmp/x\nchanged tmp/x\n__kernellsp_sandbox_end__ abc\n"
+    )
     clean, lines, error = sbx.parse_report(stderr, "abc")
     assert clean == "prog says hi\nno newline at the end" and error is None
     assert lines == ["read home0/.ssh/id_rsa", "created tmp/x", "changed tmp/x"]
@@ -420,13 +440,16 @@ def test_ssh_runner_sandboxes_the_remote_side(ssh_runner: SshRunner, escape: Pat
         res = ssh_runner.run(["./escape", "ok"], wd, 30)
         assert res.returncode == 0 and res.stdout == "wrote\nok\n" and res.sandboxed and res.stderr == ""
         remote_home = status_home(ssh_runner)
-        for args, want in ((["socket4"], "opened an internet socket"),
-                           (["read", f"{remote_home}/.ssh/id_rsa"], f"read {remote_home}/.ssh/id_rsa"),
-                           (["write", "/tmp/kernellsp-ssh-sandbox-test"], "wrote /tmp/kernellsp-ssh-sandbox-test")):  # fmt: skip
+        for args, want in (
+            (["socket4"], "opened an internet socket"),
+            (["read", f"{remote_home}/.ssh/id_rsa"], f"read {remote_home}/.ssh/id_rsa"),
+            (["write", "/tmp/kernellsp-ssh-sandbox-test"], "wrote /tmp/kernellsp-ssh-sandbox-test"),
+        ):
             with pytest.raises(RunnerError) as ei:
                 ssh_runner.run(["./escape", *args], wd, 30)
-            assert ei.value.kind == "sandbox_violation" and any(v.startswith(want) for v in ei.value.violations), (
-                args, str(ei.value))  # fmt: skip
+            assert ei.value.kind == "sandbox_violation" and any(
+                v.startswith(want) for v in ei.value.violations
+            ), (args, str(ei.value))
         assert not Path("/tmp/kernellsp-ssh-sandbox-test").exists()
     finally:
         ssh_runner.cleanup(wd)
@@ -519,8 +542,12 @@ def test_the_harness_runs_kernels_in_the_sandbox() -> None:
         built = r.run(cmd, wd, 600)
         assert built.returncode == 0 and built.sandboxed, built.output[-2000:]
         for mode, extra in (("check", {}), ("time", {"reps": 5, "warmup": 2})):
-            res = r.run(harness.harness_argv("./h", mode, f"out_{mode}", shape=0, seed=7, **extra), wd, 120,  # type: ignore[arg-type]
-                        gpu_lock=True)  # fmt: skip
+            res = r.run(
+                harness.harness_argv("./h", mode, f"out_{mode}", shape=0, seed=7, **extra),
+                wd,
+                120,  # type: ignore[arg-type]
+                gpu_lock=True,
+            )
             assert res.sandboxed
             out = harness.read_result(Path(wd) / f"out_{mode}")
             assert out.ok, (mode, out.error, res.output[-2000:])
@@ -548,8 +575,14 @@ def test_host_code_that_breaks_out_is_a_sandbox_violation(
     r = _gpu_runner()
     monkeypatch.setattr(gate, "check_scope", lambda *a, **k: ScopeResult(True))
     base = REPO / case["baseline"]
-    v = gate.verify(base, base.read_text(), (REPO / case["candidate"]).read_text(), case["entry"], r,
-                    gate.VerifyOptions(seeds=1, rounds=2, reps=3, sanitize=False))  # fmt: skip
+    v = gate.verify(
+        base,
+        base.read_text(),
+        (REPO / case["candidate"]).read_text(),
+        case["entry"],
+        r,
+        gate.VerifyOptions(seeds=1, rounds=2, reps=3, sanitize=False),
+    )
     assert v.kind == "sandbox_violation", f"{v.kind}: {v.message}"
     assert case["sandbox"] in v.message, v.message
     assert v.environment["sandbox"]["confined"] is True

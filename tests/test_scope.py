@@ -112,24 +112,38 @@ ACCEPTED = {
     ),
     "#pragma in the body": (FIRST_STMT, "#pragma unroll 4\n" + FIRST_STMT),
     "__shared__ array in the body": (FIRST_STMT, "    __shared__ float tile[256];\n" + FIRST_STMT),
-    "static __shared__ array in the body": (FIRST_STMT, "    static __shared__ float tile[256];\n" + FIRST_STMT),
+    "static __shared__ array in the body": (
+        FIRST_STMT,
+        "    static __shared__ float tile[256];\n" + FIRST_STMT,
+    ),
     "device helper edited": ("return v * SCALE;", "return SCALE * v;"),
     "device helper removed (body inlines it)": (
-        "__device__ float twice(float v) { return v * SCALE; }\n", "",
+        "__device__ float twice(float v) { return v * SCALE; }\n",
+        "",
     ),
     "new device helper above the spec block": (
-        SPEC_OPEN, "__device__ float thrice(float v) { return 3.0f * v; }\n\n" + SPEC_OPEN,
+        SPEC_OPEN,
+        "__device__ float thrice(float v) { return 3.0f * v; }\n\n" + SPEC_OPEN,
     ),
     "__restrict__ and const on the signature": (
-        SIG, "__global__ void scale(const float* __restrict__ x, float* __restrict__ y, const int n)",
+        SIG,
+        "__global__ void scale(const float* __restrict__ x, float* __restrict__ y, const int n)",
     ),
-    "__restrict (spelling) on the signature": (SIG, "__global__ void scale(const float* __restrict x, float* y, int n)"),
-    "__launch_bounds__ added": (SIG, "__global__ void __launch_bounds__(256) scale(const float* x, float* y, int n)"),
+    "__restrict (spelling) on the signature": (
+        SIG,
+        "__global__ void scale(const float* __restrict x, float* y, int n)",
+    ),
+    "__launch_bounds__ added": (
+        SIG,
+        "__global__ void __launch_bounds__(256) scale(const float* x, float* y, int n)",
+    ),
     "__launch_bounds__ with min blocks": (
-        SIG, "__global__ void __launch_bounds__(256, 4) scale(const float* x, float* y, int n)",
+        SIG,
+        "__global__ void __launch_bounds__(256, 4) scale(const float* x, float* y, int n)",
     ),
     "launch changed in the spec": (
-        'launch = { grid = "ceil_div(N, 256)", block = 256 }', 'launch = { grid = "ceil_div(N, 128)", block = 128 }',
+        'launch = { grid = "ceil_div(N, 256)", block = 256 }',
+        'launch = { grid = "ceil_div(N, 128)", block = 128 }',
     ),
     "launch with dynamic shared memory": (
         'launch = { grid = "ceil_div(N, 256)", block = 256 }',
@@ -137,7 +151,8 @@ ACCEPTED = {
     ),
     "tunables reordered (picks another default)": ("UNROLL = [1, 2, 4]", "UNROLL = [4, 1, 2]"),
     "allow-listed flags added": (
-        FLAGS, 'flags = ["-lineinfo", "-Xptxas=-O3", "--extra-device-vectorization", "-maxrregcount=64"]',
+        FLAGS,
+        'flags = ["-lineinfo", "-Xptxas=-O3", "--extra-device-vectorization", "-maxrregcount=64"]',
     ),
     "allow-listed flag removed": (FLAGS, "flags = []"),
 }
@@ -155,9 +170,15 @@ def test_accepted_edits(case: str) -> None:
 
 def test_several_accepted_edits_at_once() -> None:
     cand = BASE
-    for case in ("body edit", "device helper edited", "new device helper above the spec block",
-                 "__launch_bounds__ added", "launch changed in the spec", "tunables reordered (picks another default)",
-                 "allow-listed flags added"):  # fmt: skip
+    for case in (
+        "body edit",
+        "device helper edited",
+        "new device helper above the spec block",
+        "__launch_bounds__ added",
+        "launch changed in the spec",
+        "tunables reordered (picks another default)",
+        "allow-listed flags added",
+    ):
         old, new = ACCEPTED[case]
         cand = edit(old, new, cand)
     r = scope(cand)
@@ -176,9 +197,18 @@ def test_other_kernel_is_editable_when_targeted() -> None:
 
 @pytest.mark.parametrize(
     "flag",
-    ["-Xptxas=-O3", "-Xptxas=-O0", "-Xptxas=-v", "--extra-device-vectorization", "-maxrregcount=32",
-     "--maxrregcount=128", "-Xptxas=--allow-expensive-optimizations=true", "-lineinfo", "-O3"],
-)  # fmt: skip
+    [
+        "-Xptxas=-O3",
+        "-Xptxas=-O0",
+        "-Xptxas=-v",
+        "--extra-device-vectorization",
+        "-maxrregcount=32",
+        "--maxrregcount=128",
+        "-Xptxas=--allow-expensive-optimizations=true",
+        "-lineinfo",
+        "-O3",
+    ],
+)
 def test_allowed_flags(flag: str) -> None:
     assert ALLOWED_FLAGS.match(flag)
     assert scope(edit(FLAGS, f'flags = ["-lineinfo", "{flag}"]')).ok
@@ -191,91 +221,270 @@ OUTSIDE = "outside the targeted kernels"
 
 REJECTED: dict[str, tuple[str, str, tuple[str, ...], tuple[str, ...]]] = {
     # case: (old, new, targets, words the reason must contain)
-    "include added": ("#include <math.h>", "#include <math.h>\n#include <cstdio>", ("scale",),
-                      ("'#include <cstdio>'", "not among the headers", "#includes")),
+    "include added": (
+        "#include <math.h>",
+        "#include <math.h>\n#include <cstdio>",
+        ("scale",),
+        ("'#include <cstdio>'", "not among the headers", "#includes"),
+    ),
     "include removed": ("#include <math.h>\n", "", ("scale",), (OUTSIDE, "includes")),
-    "macro added": ("#define SCALE 2.0f", "#define SCALE 2.0f\n#define FAST 1", ("scale",), (OUTSIDE, "macros")),
+    "macro added": (
+        "#define SCALE 2.0f",
+        "#define SCALE 2.0f\n#define FAST 1",
+        ("scale",),
+        (OUTSIDE, "macros"),
+    ),
     "macro changed": ("#define SCALE 2.0f", "#define SCALE 3.0f", ("scale",), (OUTSIDE, "macros")),
-    "host function edited": ("scale<<<(n + 255) / 256, 256>>>", "scale<<<(n + 127) / 128, 128>>>", ("scale",),
-                             (OUTSIDE, "host code")),
-    "another kernel edited": ("if (i < n) y[i] = 0.0f;", "if (i < n) y[i] = 1.0f;", ("scale",), (OUTSIDE, "other kernels")),
-    "another kernel removed": ("__global__ void other(float* y, int n)\n{\n    int i = blockIdx.x * blockDim.x + "
-                               "threadIdx.x;\n    if (i < n) y[i] = 0.0f;\n}\n", "", ("scale",), (OUTSIDE,)),
-    "file-scope __device__ variable": (SPEC_OPEN, "__device__ float g_cache[1024];\n\n" + SPEC_OPEN, ("scale",), (OUTSIDE,)),
-    "file-scope __constant__ variable": (SPEC_OPEN, "__constant__ float c_coef[16];\n\n" + SPEC_OPEN, ("scale",),
-                                         (OUTSIDE,)),
-    "signature: parameter type": (SIG, "__global__ void scale(const double* x, float* y, int n)", ("scale",),
-                                  ("signature of scale",)),
-    "signature: scalar type": (SIG, "__global__ void scale(const float* x, float* y, long n)", ("scale",),
-                               ("signature of scale",)),
-    "signature: pointer to value": (SIG, "__global__ void scale(const float* x, float y, int n)", ("scale",),
-                                    ("signature of scale",)),
-    "signature: parameter name": (SIG, "__global__ void scale(const float* in, float* y, int n)", ("scale",),
-                                  ("signature of scale",)),
-    "signature: parameter order": (SIG, "__global__ void scale(float* y, const float* x, int n)", ("scale",),
-                                   ("signature of scale",)),
-    "signature: extra parameter": (SIG, "__global__ void scale(const float* x, float* y, int n, int m)", ("scale",),
-                                   ("signature of scale",)),
-    "signature: parameter dropped": (SIG, "__global__ void scale(const float* x, float* y)", ("scale",),
-                                     ("signature of scale",)),
-    "template parameters changed": ("template <int B>", "template <int B, int C>", ("tk",), ("template parameters of tk",)),
-    "template parameter kind changed": ("template <int B>", "template <unsigned B>", ("tk",),
-                                        ("template parameters of tk",)),
-    "kernel turned into a device function": (SIG, SIG.replace("__global__", "__device__"), ("scale",),
-                                             ("changed scale from global to device",)),
-    "spec sizes changed": ("sizes = { N = 4096 }", "sizes = { N = 1024 }", ("scale",), ("spec field 'sizes'",)),
-    "spec args changed": ('x = { dtype = "f32", dir = "in", count = "N" }',
-                          'x = { dtype = "f32", dir = "in", count = "N", dist = "ones()" }', ("scale",),
-                          ("spec field 'args'",)),
-    "spec arg direction changed": ('y = { dtype = "f32", dir = "out", count = "N" }',
-                                   'y = { dtype = "f32", dir = "inout", count = "N" }', ("scale",), ("spec field 'args'",)),
-    "spec shapes changed": ("shapes = [{ N = 1000 }, { N = 1 }]", "shapes = [{ N = 1000 }]", ("scale",),
-                            ("spec field 'shapes'",)),
-    "spec tolerance loosened": ("tolerance = { rtol = 1e-4 }", "tolerance = { rtol = 1e-2 }", ("scale",),
-                                ("spec field 'tolerance'",)),
-    "spec tolerance added": ("tolerance = { rtol = 1e-4 }", "tolerance = { rtol = 1e-4, atol = 1e-3 }", ("scale",),
-                             ("spec field 'tolerance'",)),
-    "spec seeds added": ("sizes = { N = 4096 }", "sizes = { N = 4096 }\nseeds = 1", ("scale",), ("spec field 'seeds'",)),
-    "tunables values changed": ("UNROLL = [1, 2, 4]", "UNROLL = [1, 2, 8]", ("scale",), ("tunables' names or values",)),
-    "tunables value dropped": ("UNROLL = [1, 2, 4]", "UNROLL = [2, 4]", ("scale",), ("tunables' names or values",)),
+    "host function edited": (
+        "scale<<<(n + 255) / 256, 256>>>",
+        "scale<<<(n + 127) / 128, 128>>>",
+        ("scale",),
+        (OUTSIDE, "host code"),
+    ),
+    "another kernel edited": (
+        "if (i < n) y[i] = 0.0f;",
+        "if (i < n) y[i] = 1.0f;",
+        ("scale",),
+        (OUTSIDE, "other kernels"),
+    ),
+    "another kernel removed": (
+        "__global__ void other(float* y, int n)\n{\n    int i = blockIdx.x * blockDim.x + "
+        "threadIdx.x;\n    if (i < n) y[i] = 0.0f;\n}\n",
+        "",
+        ("scale",),
+        (OUTSIDE,),
+    ),
+    "file-scope __device__ variable": (
+        SPEC_OPEN,
+        "__device__ float g_cache[1024];\n\n" + SPEC_OPEN,
+        ("scale",),
+        (OUTSIDE,),
+    ),
+    "file-scope __constant__ variable": (
+        SPEC_OPEN,
+        "__constant__ float c_coef[16];\n\n" + SPEC_OPEN,
+        ("scale",),
+        (OUTSIDE,),
+    ),
+    "signature: parameter type": (
+        SIG,
+        "__global__ void scale(const double* x, float* y, int n)",
+        ("scale",),
+        ("signature of scale",),
+    ),
+    "signature: scalar type": (
+        SIG,
+        "__global__ void scale(const float* x, float* y, long n)",
+        ("scale",),
+        ("signature of scale",),
+    ),
+    "signature: pointer to value": (
+        SIG,
+        "__global__ void scale(const float* x, float y, int n)",
+        ("scale",),
+        ("signature of scale",),
+    ),
+    "signature: parameter name": (
+        SIG,
+        "__global__ void scale(const float* in, float* y, int n)",
+        ("scale",),
+        ("signature of scale",),
+    ),
+    "signature: parameter order": (
+        SIG,
+        "__global__ void scale(float* y, const float* x, int n)",
+        ("scale",),
+        ("signature of scale",),
+    ),
+    "signature: extra parameter": (
+        SIG,
+        "__global__ void scale(const float* x, float* y, int n, int m)",
+        ("scale",),
+        ("signature of scale",),
+    ),
+    "signature: parameter dropped": (
+        SIG,
+        "__global__ void scale(const float* x, float* y)",
+        ("scale",),
+        ("signature of scale",),
+    ),
+    "template parameters changed": (
+        "template <int B>",
+        "template <int B, int C>",
+        ("tk",),
+        ("template parameters of tk",),
+    ),
+    "template parameter kind changed": (
+        "template <int B>",
+        "template <unsigned B>",
+        ("tk",),
+        ("template parameters of tk",),
+    ),
+    "kernel turned into a device function": (
+        SIG,
+        SIG.replace("__global__", "__device__"),
+        ("scale",),
+        ("changed scale from global to device",),
+    ),
+    "spec sizes changed": (
+        "sizes = { N = 4096 }",
+        "sizes = { N = 1024 }",
+        ("scale",),
+        ("spec field 'sizes'",),
+    ),
+    "spec args changed": (
+        'x = { dtype = "f32", dir = "in", count = "N" }',
+        'x = { dtype = "f32", dir = "in", count = "N", dist = "ones()" }',
+        ("scale",),
+        ("spec field 'args'",),
+    ),
+    "spec arg direction changed": (
+        'y = { dtype = "f32", dir = "out", count = "N" }',
+        'y = { dtype = "f32", dir = "inout", count = "N" }',
+        ("scale",),
+        ("spec field 'args'",),
+    ),
+    "spec shapes changed": (
+        "shapes = [{ N = 1000 }, { N = 1 }]",
+        "shapes = [{ N = 1000 }]",
+        ("scale",),
+        ("spec field 'shapes'",),
+    ),
+    "spec tolerance loosened": (
+        "tolerance = { rtol = 1e-4 }",
+        "tolerance = { rtol = 1e-2 }",
+        ("scale",),
+        ("spec field 'tolerance'",),
+    ),
+    "spec tolerance added": (
+        "tolerance = { rtol = 1e-4 }",
+        "tolerance = { rtol = 1e-4, atol = 1e-3 }",
+        ("scale",),
+        ("spec field 'tolerance'",),
+    ),
+    "spec seeds added": (
+        "sizes = { N = 4096 }",
+        "sizes = { N = 4096 }\nseeds = 1",
+        ("scale",),
+        ("spec field 'seeds'",),
+    ),
+    "tunables values changed": (
+        "UNROLL = [1, 2, 4]",
+        "UNROLL = [1, 2, 8]",
+        ("scale",),
+        ("tunables' names or values",),
+    ),
+    "tunables value dropped": (
+        "UNROLL = [1, 2, 4]",
+        "UNROLL = [2, 4]",
+        ("scale",),
+        ("tunables' names or values",),
+    ),
     "tunables renamed": ("UNROLL = [1, 2, 4]", "UNR = [1, 2, 4]", ("scale",), ("tunables' names or values",)),
-    "flag --use_fast_math": (FLAGS, 'flags = ["-lineinfo", "--use_fast_math"]', ("scale",),
-                             ("'--use_fast_math' is not allowed",)),
-    "flag -use_fast_math": (FLAGS, 'flags = ["-lineinfo", "-use_fast_math"]', ("scale",),
-                            ("'-use_fast_math' is not allowed",)),
-    "flag -Xcompiler -ffast-math": (FLAGS, 'flags = ["-lineinfo", "-Xcompiler -ffast-math"]', ("scale",),
-                                    ("'-Xcompiler -ffast-math' is not allowed",)),
-    "flag -ftz=true": (FLAGS, 'flags = ["-lineinfo", "-ftz=true"]', ("scale",), ("'-ftz=true' is not allowed",)),
-    "flag --prec-div=false": (FLAGS, 'flags = ["-lineinfo", "--prec-div=false"]', ("scale",),
-                              ("'--prec-div=false' is not allowed",)),
-    "flag -D macro": (FLAGS, 'flags = ["-lineinfo", "-DSCALE_OVERRIDE=1"]', ("scale",),
-                      ("'-DSCALE_OVERRIDE=1' is not allowed",)),
-    "flag -maxrregcount out of range": (FLAGS, 'flags = ["-lineinfo", "-maxrregcount=2550"]', ("scale",),
-                                        ("'-maxrregcount=2550' is not allowed",)),
-    "launch removed": ('launch = { grid = "ceil_div(N, 256)", block = 256 }\n', "", ("scale",),
-                       ("removed the launch configuration",)),
-    "#define in the kernel body": (FIRST_STMT, "#define SCALE2 4.0f\n" + FIRST_STMT, ("scale",),
-                                   ("preprocessor directive '#define SCALE2 4.0f'", "kernel:scale")),
-    "#undef in the kernel body": (FIRST_STMT, "#undef SCALE\n" + FIRST_STMT, ("scale",),
-                                  ("preprocessor directive '#undef SCALE'",)),
-    "#include in the kernel body": (FIRST_STMT, '#include "evil.h"\n' + FIRST_STMT, ("scale",),
-                                    ("preprocessor directive '#include",)),
-    "#define in a device helper": ("__device__ float twice(float v) { return v * SCALE; }",
-                                   "__device__ float twice(float v) {\n#define SCALE 4.0f\n    return v * SCALE;\n}",
-                                   ("scale",), ("preprocessor directive '#define SCALE 4.0f'", "device")),
-    "function-scope static __device__ variable": (FIRST_STMT, "    static __device__ int calls = 0;\n" + FIRST_STMT,
-                                                  ("scale",), ("static/extern variable", "kernel:scale",
-                                                               "static __device__ int calls = 0;")),
-    "function-scope static variable": (FIRST_STMT, "    static int calls;\n" + FIRST_STMT, ("scale",),
-                                       ("static/extern variable", "static int calls;", "persists across launches")),
-    "function-scope static in a device helper": ("__device__ float twice(float v) { return v * SCALE; }",
-                                                 "__device__ float twice(float v) { static float last; last = v; "
-                                                 "return v * SCALE; }", ("scale",), ("static/extern variable", "device")),
-    "candidate does not parse": ("y[i] = twice(x[i]);", "y[i] = twice(x[i]));  {", ("scale",), ("does not parse",)),
-    "kernel removed": (BASE[BASE.index(SIG) : BASE.index("__global__ void other")], "", ("scale",),
-                       ("removed or renamed scale",)),
+    "flag --use_fast_math": (
+        FLAGS,
+        'flags = ["-lineinfo", "--use_fast_math"]',
+        ("scale",),
+        ("'--use_fast_math' is not allowed",),
+    ),
+    "flag -use_fast_math": (
+        FLAGS,
+        'flags = ["-lineinfo", "-use_fast_math"]',
+        ("scale",),
+        ("'-use_fast_math' is not allowed",),
+    ),
+    "flag -Xcompiler -ffast-math": (
+        FLAGS,
+        'flags = ["-lineinfo", "-Xcompiler -ffast-math"]',
+        ("scale",),
+        ("'-Xcompiler -ffast-math' is not allowed",),
+    ),
+    "flag -ftz=true": (
+        FLAGS,
+        'flags = ["-lineinfo", "-ftz=true"]',
+        ("scale",),
+        ("'-ftz=true' is not allowed",),
+    ),
+    "flag --prec-div=false": (
+        FLAGS,
+        'flags = ["-lineinfo", "--prec-div=false"]',
+        ("scale",),
+        ("'--prec-div=false' is not allowed",),
+    ),
+    "flag -D macro": (
+        FLAGS,
+        'flags = ["-lineinfo", "-DSCALE_OVERRIDE=1"]',
+        ("scale",),
+        ("'-DSCALE_OVERRIDE=1' is not allowed",),
+    ),
+    "flag -maxrregcount out of range": (
+        FLAGS,
+        'flags = ["-lineinfo", "-maxrregcount=2550"]',
+        ("scale",),
+        ("'-maxrregcount=2550' is not allowed",),
+    ),
+    "launch removed": (
+        'launch = { grid = "ceil_div(N, 256)", block = 256 }\n',
+        "",
+        ("scale",),
+        ("removed the launch configuration",),
+    ),
+    "#define in the kernel body": (
+        FIRST_STMT,
+        "#define SCALE2 4.0f\n" + FIRST_STMT,
+        ("scale",),
+        ("preprocessor directive '#define SCALE2 4.0f'", "kernel:scale"),
+    ),
+    "#undef in the kernel body": (
+        FIRST_STMT,
+        "#undef SCALE\n" + FIRST_STMT,
+        ("scale",),
+        ("preprocessor directive '#undef SCALE'",),
+    ),
+    "#include in the kernel body": (
+        FIRST_STMT,
+        '#include "evil.h"\n' + FIRST_STMT,
+        ("scale",),
+        ("preprocessor directive '#include",),
+    ),
+    "#define in a device helper": (
+        "__device__ float twice(float v) { return v * SCALE; }",
+        "__device__ float twice(float v) {\n#define SCALE 4.0f\n    return v * SCALE;\n}",
+        ("scale",),
+        ("preprocessor directive '#define SCALE 4.0f'", "device"),
+    ),
+    "function-scope static __device__ variable": (
+        FIRST_STMT,
+        "    static __device__ int calls = 0;\n" + FIRST_STMT,
+        ("scale",),
+        ("static/extern variable", "kernel:scale", "static __device__ int calls = 0;"),
+    ),
+    "function-scope static variable": (
+        FIRST_STMT,
+        "    static int calls;\n" + FIRST_STMT,
+        ("scale",),
+        ("static/extern variable", "static int calls;", "persists across launches"),
+    ),
+    "function-scope static in a device helper": (
+        "__device__ float twice(float v) { return v * SCALE; }",
+        "__device__ float twice(float v) { static float last; last = v; return v * SCALE; }",
+        ("scale",),
+        ("static/extern variable", "device"),
+    ),
+    "candidate does not parse": (
+        "y[i] = twice(x[i]);",
+        "y[i] = twice(x[i]));  {",
+        ("scale",),
+        ("does not parse",),
+    ),
+    "kernel removed": (
+        BASE[BASE.index(SIG) : BASE.index("__global__ void other")],
+        "",
+        ("scale",),
+        ("removed or renamed scale",),
+    ),
     "kernel renamed": (SIG, SIG.replace("scale(", "scale2("), ("scale",), ("removed or renamed scale",)),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("case", list(REJECTED))
@@ -312,7 +521,7 @@ def test_removing_a_non_allowed_flag_is_rejected() -> None:
     assert not r.ok and "'--use_fast_math'" in r.reason
     # Keeping them and dropping the allow-listed one is fine; so is keeping a disallowed flag already there.
     assert scope(edit('"-lineinfo", ', "", base), base=base).ok
-    assert scope(edit("--use_fast_math", "--use_fast_math\", \"-Xptxas=-O3", base), base=base).ok
+    assert scope(edit("--use_fast_math", '--use_fast_math", "-Xptxas=-O3', base), base=base).ok
 
 
 def test_helper_between_spec_block_and_kernel_keeps_the_spec_bound() -> None:
@@ -328,9 +537,12 @@ def test_helper_between_spec_block_and_kernel_keeps_the_spec_bound() -> None:
 
 def _spec(**kw: object) -> specmod.KernelSpec:
     base: dict[str, object] = {
-        "sizes": {"N": 4096}, "launch": {"grid": "ceil_div(N, 256)", "block": 256},
-        "args": {"x": {"dtype": "f32", "dir": "in", "count": "N"}}, "tunables": {"B": [1, 2]}, "flags": ["-lineinfo"],
-    }  # fmt: skip
+        "sizes": {"N": 4096},
+        "launch": {"grid": "ceil_div(N, 256)", "block": 256},
+        "args": {"x": {"dtype": "f32", "dir": "in", "count": "N"}},
+        "tunables": {"B": [1, 2]},
+        "flags": ["-lineinfo"],
+    }
     base.update(kw)
     return specmod.KernelSpec.model_validate(base)
 
@@ -380,9 +592,12 @@ def test_host_launcher_scope() -> None:
     # The launched kernel's body and qualifiers may change.
     cand = edit("output[i] = input[i] > 0.0f ? input[i] : 0.0f;", "output[i] = fmaxf(input[i], 0.0f);", relu)
     assert check_scope(relu, cand, targets).ok
-    cand = edit("__global__ void relu_kernel(const float* input, float* output, int N)",
-                "__global__ void __launch_bounds__(256) relu_kernel(const float* __restrict__ input, "
-                "float* __restrict__ output, int N)", relu)  # fmt: skip
+    cand = edit(
+        "__global__ void relu_kernel(const float* input, float* output, int N)",
+        "__global__ void __launch_bounds__(256) relu_kernel(const float* __restrict__ input, "
+        "float* __restrict__ output, int N)",
+        relu,
+    )
     assert check_scope(relu, cand, targets).ok
     # The host launcher itself is host code.
     cand = edit("    cudaDeviceSynchronize();\n", "", relu)
@@ -403,7 +618,9 @@ def test_host_launcher_scope() -> None:
     r = check_scope(relu, shapes, targets, "relu_launcher.cu", "solve")
     assert not r.ok and "spec field 'shapes'" in r.reason
     # Naming the entry does not open its host code.
-    r = check_scope(relu, edit("    cudaDeviceSynchronize();\n", "", relu), targets, "relu_launcher.cu", "solve")
+    r = check_scope(
+        relu, edit("    cudaDeviceSynchronize();\n", "", relu), targets, "relu_launcher.cu", "solve"
+    )
     assert not r.ok and "host code" in r.reason
     # The launcher is not a target itself.
     r = check_scope(relu, relu, ["solve"])
@@ -433,12 +650,16 @@ def test_directive_after_a_comment_is_still_a_directive() -> None:
     """``/**/ #define`` is a directive (comments are whitespace to the preprocessor): redefining the host's
     cudaDeviceSynchronize from inside the kernel would let a launcher skip its synchronisation."""
     base = (SAMPLES / "relu_launcher.cu").read_text()
-    cand = base.replace("int i = blockIdx.x", "/**/ #define cudaDeviceSynchronize() cudaSuccess\n    int i = blockIdx.x", 1)
+    cand = base.replace(
+        "int i = blockIdx.x", "/**/ #define cudaDeviceSynchronize() cudaSuccess\n    int i = blockIdx.x", 1
+    )
     assert cand != base
     r = check_scope(base, cand, ["relu_kernel"], "relu_launcher.cu", "solve")
     assert not r.ok
-    assert r.reason.startswith("preprocessor directive '#define cudaDeviceSynchronize() cudaSuccess' inside an "
-                               "editable region (kernel:relu_kernel) is new in this function")  # fmt: skip
+    assert r.reason.startswith(
+        "preprocessor directive '#define cudaDeviceSynchronize() cudaSuccess' inside an "
+        "editable region (kernel:relu_kernel) is new in this function"
+    )
     pragma = base.replace("int i = blockIdx.x", "/**/ #pragma unroll\n    int i = blockIdx.x", 1)
     assert check_scope(base, pragma, ["relu_kernel"], "relu_launcher.cu", "solve").ok
 
@@ -449,19 +670,26 @@ def test_a_second_spec_for_the_entry_is_refused() -> None:
     base = (SAMPLES / "vector_add.cu").read_text()
     real = base[base.index("/* kernellsp") : base.index("*/") + 2]
     evil = real.replace("/* kernellsp", '/* kernellsp\nentry = "vector_add"').replace(
-        "tunables", 'flags = ["--use_fast_math", "-DEVIL=1"]\ntunables')  # fmt: skip
+        "tunables", 'flags = ["--use_fast_math", "-DEVIL=1"]\ntunables'
+    )
     at = base.index("/* kernellsp")
     cand = base[:at] + "__device__ float helper_x(float v) {\n" + evil + "\n    return v; }\n" + base[at:]
     first = specmod.entry_spec(parse_source(cand, "vector_add.cu"), "vector_add")
     assert first is not None and "--use_fast_math" in first.spec.flags  # what the build would use
     r = check_scope(base, cand, ["vector_add"], "vector_add.cu", "vector_add")
-    assert not r.ok and r.reason == "the candidate adds a launch spec for vector_add; edit the existing spec instead"
+    assert (
+        not r.ok
+        and r.reason == "the candidate adds a launch spec for vector_add; edit the existing spec instead"
+    )
 
 
 # --------------------------------------------------------------------------------------------------
 # Directives the baseline already has (issue 10): kept, moved within the function or deleted; never new
 
-ARCH_BODY = FIRST_STMT + "\n#if __CUDA_ARCH__ >= 800\n        y[i] = twice(x[i]);\n#else\n        y[i] = x[i] * SCALE;\n#endif\n    }"
+ARCH_BODY = (
+    FIRST_STMT
+    + "\n#if __CUDA_ARCH__ >= 800\n        y[i] = twice(x[i]);\n#else\n        y[i] = x[i] * SCALE;\n#endif\n    }"
+)
 ARCH_BASE = edit(FIRST_STMT + "\n        y[i] = twice(x[i]);\n    }", ARCH_BODY)
 
 
@@ -479,16 +707,25 @@ ARCH_ACCEPTED = {
         "        y[i] = twice(x[i]);\n",
     ),
     "conditional moved within the kernel": (
-        FIRST_STMT + "\n#if __CUDA_ARCH__ >= 800\n        y[i] = twice(x[i]);\n#else\n        y[i] = x[i] * SCALE;\n#endif\n    }",
-        "#if __CUDA_ARCH__ >= 800\n" + FIRST_STMT + "\n        y[i] = twice(x[i]);\n    }\n#else\n" + FIRST_STMT
+        FIRST_STMT
+        + "\n#if __CUDA_ARCH__ >= 800\n        y[i] = twice(x[i]);\n#else\n        y[i] = x[i] * SCALE;\n#endif\n    }",
+        "#if __CUDA_ARCH__ >= 800\n"
+        + FIRST_STMT
+        + "\n        y[i] = twice(x[i]);\n    }\n#else\n"
+        + FIRST_STMT
         + "\n        y[i] = x[i] * SCALE;\n    }\n#endif",
     ),
     "directive written after a comment, same text": ("#else", "/* fallback */ #else"),
-    "#pragma unroll added next to it": ("#if __CUDA_ARCH__ >= 800", "#pragma unroll\n#if __CUDA_ARCH__ >= 800"),
-    "new device helper with the comment above it": (
-        SPEC_OPEN, "// thrice: used by the fast path\n__device__ float thrice(float v) { return 3.0f * v; }\n\n" + SPEC_OPEN,
+    "#pragma unroll added next to it": (
+        "#if __CUDA_ARCH__ >= 800",
+        "#pragma unroll\n#if __CUDA_ARCH__ >= 800",
     ),
-}  # fmt: skip
+    "new device helper with the comment above it": (
+        SPEC_OPEN,
+        "// thrice: used by the fast path\n__device__ float thrice(float v) { return 3.0f * v; }\n\n"
+        + SPEC_OPEN,
+    ),
+}
 
 
 @pytest.mark.parametrize("case", list(ARCH_ACCEPTED))
@@ -500,26 +737,47 @@ def test_directives_the_baseline_has_may_stay_move_or_go(case: str) -> None:
 
 
 ARCH_REJECTED = {
-    "new conditional": ("int i = blockIdx.x", "#if __CUDA_ARCH__ >= 900\n    __nanosleep(0);\n#endif\n    int i = blockIdx.x", ("is new in this function",
-                        "'#if __CUDA_ARCH__ >= 900'", "kernel:scale")),
-    "conditional text changed": ("#if __CUDA_ARCH__ >= 800", "#if __CUDA_ARCH__ >= 700", ("'#if __CUDA_ARCH__ >= 700'",
-                                 "is new in this function")),
-    "conditional duplicated": ("#else\n", "#else\n#if __CUDA_ARCH__ >= 800\n#endif\n", ("'#if __CUDA_ARCH__ >= 800'",)),
-    "#define inside the baseline's #if": ("#if __CUDA_ARCH__ >= 800\n", "#if __CUDA_ARCH__ >= 800\n#define FAST 1\n",
-                                          ("'#define FAST 1'", "kernel:scale")),
+    "new conditional": (
+        "int i = blockIdx.x",
+        "#if __CUDA_ARCH__ >= 900\n    __nanosleep(0);\n#endif\n    int i = blockIdx.x",
+        ("is new in this function", "'#if __CUDA_ARCH__ >= 900'", "kernel:scale"),
+    ),
+    "conditional text changed": (
+        "#if __CUDA_ARCH__ >= 800",
+        "#if __CUDA_ARCH__ >= 700",
+        ("'#if __CUDA_ARCH__ >= 700'", "is new in this function"),
+    ),
+    "conditional duplicated": (
+        "#else\n",
+        "#else\n#if __CUDA_ARCH__ >= 800\n#endif\n",
+        ("'#if __CUDA_ARCH__ >= 800'",),
+    ),
+    "#define inside the baseline's #if": (
+        "#if __CUDA_ARCH__ >= 800\n",
+        "#if __CUDA_ARCH__ >= 800\n#define FAST 1\n",
+        ("'#define FAST 1'", "kernel:scale"),
+    ),
     "conditional moved into a device helper": (
         "__device__ float twice(float v) { return v * SCALE; }",
         "__device__ float twice(float v) {\n#if __CUDA_ARCH__ >= 800\n    return v * SCALE;\n#else\n    return v + v;\n#endif\n}",
         ("new among the __device__ helpers", "(device)"),
     ),
-    "push_macro pragma": ("int i = blockIdx.x", "#pragma push_macro(\"SCALE\")\n    int i = blockIdx.x",
-                          ("'#pragma push_macro(\"SCALE\")'",)),
-    "_Pragma operator that renames a host symbol": ("int i = blockIdx.x",
-                                                    "_Pragma(\"redefine_extname cudaDeviceSynchronize cudaGetLastError\");"
-                                                    "\n    int i = blockIdx.x", ("_Pragma(", "redefine_extname")),
-    "directive joined by a line splice": ("int i = blockIdx.x", "\\\n#define SCALE 4.0f\n    int i = blockIdx.x",
-                                          ("'#define SCALE 4.0f'",)),
-}  # fmt: skip
+    "push_macro pragma": (
+        "int i = blockIdx.x",
+        '#pragma push_macro("SCALE")\n    int i = blockIdx.x',
+        ("'#pragma push_macro(\"SCALE\")'",),
+    ),
+    "_Pragma operator that renames a host symbol": (
+        "int i = blockIdx.x",
+        '_Pragma("redefine_extname cudaDeviceSynchronize cudaGetLastError");\n    int i = blockIdx.x',
+        ("_Pragma(", "redefine_extname"),
+    ),
+    "directive joined by a line splice": (
+        "int i = blockIdx.x",
+        "\\\n#define SCALE 4.0f\n    int i = blockIdx.x",
+        ("'#define SCALE 4.0f'",),
+    ),
+}
 
 
 @pytest.mark.parametrize("case", list(ARCH_REJECTED))
@@ -534,26 +792,43 @@ def test_new_or_changed_directives_are_refused(case: str) -> None:
 def test_unbalanced_conditionals_and_digraphs_are_found_where_the_parser_gives_up() -> None:
     """The parser reports these candidates as syntax errors; with a baseline that already has one (the parser does
     not know every CUDA construct), the gate's own scan of directives must still refuse them."""
-    base = edit("    scale<<<", "    const int tag = '/*'; /* the parser stumbles here */\n    scale<<<", ARCH_BASE)
+    base = edit(
+        "    scale<<<", "    const int tag = '/*'; /* the parser stumbles here */\n    scale<<<", ARCH_BASE
+    )
     assert parse_source(base).syntax_errors and scope(base, base=base).ok
-    for old, new, word in (("#endif\n", "", "do not balance"), ("#if __CUDA_ARCH__ >= 800\n", "", "do not balance"),
-                           ("int i = blockIdx.x", "%:define SCALE 4.0f\n    int i = blockIdx.x", "'#define SCALE 4.0f'"),
-                           ("int i = blockIdx.x", "%:  undef SCALE\n    int i = blockIdx.x", "'#undef SCALE'")):  # fmt: skip
+    for old, new, word in (
+        ("#endif\n", "", "do not balance"),
+        ("#if __CUDA_ARCH__ >= 800\n", "", "do not balance"),
+        ("int i = blockIdx.x", "%:define SCALE 4.0f\n    int i = blockIdx.x", "'#define SCALE 4.0f'"),
+        ("int i = blockIdx.x", "%:  undef SCALE\n    int i = blockIdx.x", "'#undef SCALE'"),
+    ):
         r = scope(edit(old, new, base), base=base)
         assert not r.ok and word in r.reason, (new, r.reason)
 
 
 def test_codegen_pragmas_may_be_added_others_may_not() -> None:
-    for pragma in ("#pragma unroll", "#pragma unroll 8", "#pragma nounroll", "#pragma nv_diag_suppress 177",
-                   '_Pragma("unroll 4");'):  # fmt: skip
+    for pragma in (
+        "#pragma unroll",
+        "#pragma unroll 8",
+        "#pragma nounroll",
+        "#pragma nv_diag_suppress 177",
+        '_Pragma("unroll 4");',
+    ):
         assert scope(edit(FIRST_STMT, f"    {pragma}\n" + FIRST_STMT)).ok, pragma
-    for pragma in ('#pragma pop_macro("SCALE")', "#pragma redefine_extname cudaFree cudaGetLastError", "#pragma once",
-                   "_Pragma(MACRO);"):  # fmt: skip
+    for pragma in (
+        '#pragma pop_macro("SCALE")',
+        "#pragma redefine_extname cudaFree cudaGetLastError",
+        "#pragma once",
+        "_Pragma(MACRO);",
+    ):
         r = scope(edit(FIRST_STMT, f"    {pragma}\n" + FIRST_STMT))
         assert not r.ok, pragma
 
 
-DEFINE_BODY = FIRST_STMT.replace("    int i", "#define TILE 32\n    int i") + "\n        y[i] = twice(x[i]) * TILE;\n    }\n#undef TILE"
+DEFINE_BODY = (
+    FIRST_STMT.replace("    int i", "#define TILE 32\n    int i")
+    + "\n        y[i] = twice(x[i]) * TILE;\n    }\n#undef TILE"
+)
 DEFINE_BASE = edit(FIRST_STMT + "\n        y[i] = twice(x[i]);\n    }", DEFINE_BODY)
 
 
@@ -562,12 +837,16 @@ def test_state_changing_directives_stay_as_written() -> None:
     assert scope(DEFINE_BASE, base=DEFINE_BASE).ok
     # The body around them may change, and so may the code between them.
     assert scope(edit("twice(x[i]) * TILE", "TILE * twice(x[i])", DEFINE_BASE), base=DEFINE_BASE).ok
-    assert scope(edit("#define TILE 32\n", "// the tile\n#define TILE 32\n", DEFINE_BASE), base=DEFINE_BASE).ok
+    assert scope(
+        edit("#define TILE 32\n", "// the tile\n#define TILE 32\n", DEFINE_BASE), base=DEFINE_BASE
+    ).ok
     # Deleting the #undef would leak TILE into the host code that follows.
     r = scope(edit("\n#undef TILE", "", DEFINE_BASE), base=DEFINE_BASE)
     assert not r.ok and "moves, reorders or deletes preprocessor directives in kernel:scale" in r.reason
     # Swapping them leaks it too.
-    swapped = edit("#define TILE 32\n", "#undef TILE\n", edit("\n#undef TILE", "\n#define TILE 32", DEFINE_BASE))
+    swapped = edit(
+        "#define TILE 32\n", "#undef TILE\n", edit("\n#undef TILE", "\n#define TILE 32", DEFINE_BASE)
+    )
     r = scope(swapped, base=DEFINE_BASE)
     assert not r.ok and "moves, reorders or deletes" in r.reason
     # And changing the text is a new directive.
@@ -579,7 +858,9 @@ def test_a_helper_with_a_define_cannot_move_across_host_code() -> None:
     helper = "__device__ float twice(float v) { return v * SCALE; }"
     base = edit(helper, "__device__ float twice(float v) {\n#define HALF 0.5f\n    return v * SCALE;\n}")
     assert scope(base, base=base).ok
-    moved_helper = base[base.index("__device__ float twice") : base.index("}\n", base.index("#define HALF")) + 2]
+    moved_helper = base[
+        base.index("__device__ float twice") : base.index("}\n", base.index("#define HALF")) + 2
+    ]
     # The same helper after the host function: host_fn no longer sees HALF.
     cand = base.replace(moved_helper, "", 1) + "\n" + moved_helper
     assert cand != base
@@ -592,20 +873,30 @@ def test_a_helper_with_a_define_cannot_move_across_host_code() -> None:
 
 
 COMMENT_ACCEPTED = {
-    "comment above a new device helper": (SPEC_OPEN, "// thrice(v): 3v, for the unrolled path\n"
-                                          "__device__ float thrice(float v) { return 3.0f * v; }\n\n" + SPEC_OPEN),
-    "block comment above a new device helper": (SPEC_OPEN, "/* thrice(v)\n * returns 3v\n */\n"
-                                                "__device__ float thrice(float v) { return 3.0f * v; }\n" + SPEC_OPEN),
+    "comment above a new device helper": (
+        SPEC_OPEN,
+        "// thrice(v): 3v, for the unrolled path\n"
+        "__device__ float thrice(float v) { return 3.0f * v; }\n\n" + SPEC_OPEN,
+    ),
+    "block comment above a new device helper": (
+        SPEC_OPEN,
+        "/* thrice(v)\n * returns 3v\n */\n"
+        "__device__ float thrice(float v) { return 3.0f * v; }\n" + SPEC_OPEN,
+    ),
     "comment between spec block and kernel": (SIG, "// grid-stride version\n" + SIG),
     "comment in host code": ("    scale<<<", "    // one thread per element\n    scale<<<"),
-    "comment at the end of a host line": ("scale<<<(n + 255) / 256, 256>>>(x, y, n);",
-                                          "scale<<<(n + 255) / 256, 256>>>(x, y, n);  /* async */"),
+    "comment at the end of a host line": (
+        "scale<<<(n + 255) / 256, 256>>>(x, y, n);",
+        "scale<<<(n + 255) / 256, 256>>>(x, y, n);  /* async */",
+    ),
     "comment after a macro": ("#define SCALE 2.0f", "#define SCALE 2.0f  // the factor"),
     "comment in another kernel": ("if (i < n) y[i] = 0.0f;", "if (i < n) y[i] = 0.0f;  // clear"),
-    "directive-looking lines inside a comment in the kernel": (FIRST_STMT, "    /*\n#define SCALE 9.0f\n#include \"x.h\"\n*/\n"
-                                                               + FIRST_STMT),
+    "directive-looking lines inside a comment in the kernel": (
+        FIRST_STMT,
+        '    /*\n#define SCALE 9.0f\n#include "x.h"\n*/\n' + FIRST_STMT,
+    ),
     "blank lines and indentation in host code": ("void host_fn(", "\n\nvoid  host_fn("),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("case", list(COMMENT_ACCEPTED))
@@ -616,15 +907,19 @@ def test_comments_never_decide_scope(case: str) -> None:
 
 
 COMMENT_REJECTED = {
-    "code behind a comment in host code": ("scale<<<(n + 255) / 256, 256>>>(x, y, n);",
-                                           "/* launch */ scale<<<(n + 127) / 128, 128>>>(x, y, n);"),
+    "code behind a comment in host code": (
+        "scale<<<(n + 255) / 256, 256>>>(x, y, n);",
+        "/* launch */ scale<<<(n + 127) / 128, 128>>>(x, y, n);",
+    ),
     "comment that swallows a host line (line splice)": ("    scale<<<", "    // see below \\\n    scale<<<"),
     "comment joins a directive to code": ("#define SCALE 2.0f\n", "#define SCALE 2.0f /*\n*/ + 1.0f\n"),
     "newline removed after a directive": ("#include <math.h>\n\n#define", "#include <math.h> /* */ #define"),
-    "another kernel's spec block": ("__global__ void other(float* y, int n)",
-                                    "/* kernellsp\nsizes = { N = 8 }\n*/\n__global__ void other(float* y, int n)"),
+    "another kernel's spec block": (
+        "__global__ void other(float* y, int n)",
+        "/* kernellsp\nsizes = { N = 8 }\n*/\n__global__ void other(float* y, int n)",
+    ),
     "a spec-looking line comment run": ("void host_fn(", "// kernellsp\n// sizes = { N = 8 }\nvoid host_fn("),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("case", list(COMMENT_REJECTED))
@@ -649,15 +944,23 @@ def test_a_comment_the_parser_misreads_is_compared_as_code() -> None:
 
 
 def test_non_target_spec_blocks_are_compared_as_written() -> None:
-    base = edit("__global__ void other(float* y, int n)",
-                '/* kernellsp\nsizes = { N = 64 }\nlaunch = { grid = 1, block = 64 }\n[args]\ny = { dtype = "f32", '
-                'dir = "out", count = "N" }\nn = { value = "N" }\n*/\n__global__ void other(float* y, int n)')  # fmt: skip
+    base = edit(
+        "__global__ void other(float* y, int n)",
+        '/* kernellsp\nsizes = { N = 64 }\nlaunch = { grid = 1, block = 64 }\n[args]\ny = { dtype = "f32", '
+        'dir = "out", count = "N" }\nn = { value = "N" }\n*/\n__global__ void other(float* y, int n)',
+    )
     assert scope(base, base=base).ok
     r = scope(edit("sizes = { N = 64 }", "sizes = { N = 32 }", base), base=base)
     assert not r.ok and OUTSIDE in r.reason
     # A comment next to it is still just a comment.
-    assert scope(edit("/* kernellsp\nsizes = { N = 64 }", "// the zeroing kernel\n/* kernellsp\nsizes = { N = 64 }", base),
-                 base=base).ok  # fmt: skip
+    assert scope(
+        edit(
+            "/* kernellsp\nsizes = { N = 64 }",
+            "// the zeroing kernel\n/* kernellsp\nsizes = { N = 64 }",
+            base,
+        ),
+        base=base,
+    ).ok
 
 
 # --------------------------------------------------------------------------------------------------
@@ -666,36 +969,79 @@ def test_non_target_spec_blocks_are_compared_as_written() -> None:
 INCLUDES = "#include <cuda_runtime.h>\n#include <math.h>\n"
 
 
-@pytest.mark.parametrize("header", ["<cub/cub.cuh>", "<cooperative_groups.h>", "<cuda_pipeline.h>", "<cuda_fp16.h>",
-                                    "<cuda_bf16.h>", "<mma.h>"])  # fmt: skip
+@pytest.mark.parametrize(
+    "header",
+    [
+        "<cub/cub.cuh>",
+        "<cooperative_groups.h>",
+        "<cuda_pipeline.h>",
+        "<cuda_fp16.h>",
+        "<cuda_bf16.h>",
+        "<mma.h>",
+    ],
+)
 def test_allow_listed_header_may_be_added_at_the_top(header: str) -> None:
-    for where, old, new in (("after the includes", INCLUDES, INCLUDES + f"#include {header}\n"),
-                            ("among the includes", INCLUDES,
-                             f"#include <cuda_runtime.h>\n#include {header}\n#include <math.h>\n"),
-                            ("first", INCLUDES, f"#include {header}\n" + INCLUDES),
-                            ("after the macro below the includes", "#define SCALE 2.0f\n",
-                             f"#define SCALE 2.0f\n#include {header}\n")):  # fmt: skip
+    for where, old, new in (
+        ("after the includes", INCLUDES, INCLUDES + f"#include {header}\n"),
+        (
+            "among the includes",
+            INCLUDES,
+            f"#include <cuda_runtime.h>\n#include {header}\n#include <math.h>\n",
+        ),
+        ("first", INCLUDES, f"#include {header}\n" + INCLUDES),
+        (
+            "after the macro below the includes",
+            "#define SCALE 2.0f\n",
+            f"#define SCALE 2.0f\n#include {header}\n",
+        ),
+    ):
         r = scope(edit(old, new))
         assert r.ok, f"{header} {where}: {r.reason}"
     assert ALLOWED_INCLUDES.count(header) == 1
 
 
 INCLUDE_REJECTED = {
-    "another system header": (INCLUDES, INCLUDES + "#include <cstdio>\n", ("'#include <cstdio>'", "not among the headers")),
-    "a toolkit header off the list": (INCLUDES, INCLUDES + "#include <cuda/std/chrono>\n", ("not among the headers",)),
+    "another system header": (
+        INCLUDES,
+        INCLUDES + "#include <cstdio>\n",
+        ("'#include <cstdio>'", "not among the headers"),
+    ),
+    "a toolkit header off the list": (
+        INCLUDES,
+        INCLUDES + "#include <cuda/std/chrono>\n",
+        ("not among the headers",),
+    ),
     "quoted include": (INCLUDES, INCLUDES + '#include "cub/cub.cuh"\n', ("quoted include",)),
     "quoted absolute path": (INCLUDES, INCLUDES + '#include "/root/.ssh/id_rsa"\n', ("quoted include",)),
     "include with a macro": (INCLUDES, INCLUDES + "#include SCALE_HEADER\n", ("through a macro",)),
-    "spaces inside the brackets": (INCLUDES, INCLUDES + "#include < cuda_fp16.h >\n", ("not among the headers",)),
+    "spaces inside the brackets": (
+        INCLUDES,
+        INCLUDES + "#include < cuda_fp16.h >\n",
+        ("not among the headers",),
+    ),
     "added after code": ("void host_fn(", "#include <cuda_fp16.h>\nvoid host_fn(", ("after code",)),
-    "added after the first device helper": ("/* kernellsp", "#include <mma.h>\n/* kernellsp", ("after code",)),
-    "added inside a file-scope conditional": (INCLUDES, INCLUDES + "#ifdef __CUDACC__\n#include <cuda_fp16.h>\n#endif\n",
-                                              ("inside preproc_ifdef",)),
+    "added after the first device helper": (
+        "/* kernellsp",
+        "#include <mma.h>\n/* kernellsp",
+        ("after code",),
+    ),
+    "added inside a file-scope conditional": (
+        INCLUDES,
+        INCLUDES + "#ifdef __CUDACC__\n#include <cuda_fp16.h>\n#endif\n",
+        ("inside preproc_ifdef",),
+    ),
     "added twice": (INCLUDES, INCLUDES + "#include <cuda_fp16.h>\n#include <cuda_fp16.h>\n", ("twice",)),
-    "added inside the kernel": (FIRST_STMT, "#include <cuda_fp16.h>\n" + FIRST_STMT, ("'#include <cuda_fp16.h>'",
-                                                                                        "kernel:scale")),
-    "a baseline include swapped for an allowed one": ("#include <math.h>\n", "#include <cuda_fp16.h>\n", (OUTSIDE,)),
-}  # fmt: skip
+    "added inside the kernel": (
+        FIRST_STMT,
+        "#include <cuda_fp16.h>\n" + FIRST_STMT,
+        ("'#include <cuda_fp16.h>'", "kernel:scale"),
+    ),
+    "a baseline include swapped for an allowed one": (
+        "#include <math.h>\n",
+        "#include <cuda_fp16.h>\n",
+        (OUTSIDE,),
+    ),
+}
 
 
 @pytest.mark.parametrize("case", list(INCLUDE_REJECTED))

@@ -81,7 +81,12 @@ def test_function_ranges_are_exact(model: SourceModel) -> None:
     assert lines[11][tk.body_span.start_col] == "{" and lines[14][tk.body_span.end_col - 1] == "}"
 
     sq = _fn(model, "sq")
-    assert (sq.span.start_line, sq.span.start_col, sq.span.end_line, sq.span.end_col) == (6, 0, 6, len(lines[6]))
+    assert (sq.span.start_line, sq.span.start_col, sq.span.end_line, sq.span.end_col) == (
+        6,
+        0,
+        6,
+        len(lines[6]),
+    )
     assert lines[6][sq.name_span.start_col : sq.name_span.end_col] == "sq"
 
     ck = _fn(model, "ckernel")
@@ -98,7 +103,10 @@ def test_template_launch_bounds_and_extern_c(model: SourceModel) -> None:
     assert tk.template_params == "<typename T, int TILE>"
     assert tk.launch_bounds == "256, 2"
     assert not tk.extern_c
-    assert tk.signature_text == "__global__ void __launch_bounds__(256, 2) tkernel(const T* __restrict__ in, T* out, int n)"
+    assert (
+        tk.signature_text
+        == "__global__ void __launch_bounds__(256, 2) tkernel(const T* __restrict__ in, T* out, int n)"
+    )
     assert _fn(model, "ckernel").extern_c
     assert _fn(model, "in_block").extern_c
     assert _fn(model, "in_block").template_params is None
@@ -106,8 +114,14 @@ def test_template_launch_bounds_and_extern_c(model: SourceModel) -> None:
 
 
 def test_params_pointer_const_restrict(model: SourceModel) -> None:
-    got = {(p.name, p.base_type, p.is_pointer, p.is_const, p.is_restrict) for p in _fn(model, "tkernel").params}
-    assert got == {("in", "T", True, True, True), ("out", "T", True, False, False), ("n", "int", False, False, False)}
+    got = {
+        (p.name, p.base_type, p.is_pointer, p.is_const, p.is_restrict) for p in _fn(model, "tkernel").params
+    }
+    assert got == {
+        ("in", "T", True, True, True),
+        ("out", "T", True, False, False),
+        ("n", "int", False, False, False),
+    }
     ck = _fn(model, "ckernel").params
     assert [p.name for p in ck] == ["p", "idx", "m"]
     assert (ck[0].is_pointer, ck[0].is_const, ck[0].is_restrict) == (True, False, True)
@@ -204,7 +218,12 @@ def test_spec_comment_blocks_and_body_lines() -> None:
         'a = { dtype = "f32", dir = "out", count = "N" }',
     ]
     assert first.body_lines == [3, 4, 5, 6, 7]
-    assert second.body.split("\n") == ["sizes = { N = 8 }", "", "[args]", 'b = { dtype = "f32", dir = "out", count = "N" }']
+    assert second.body.split("\n") == [
+        "sizes = { N = 8 }",
+        "",
+        "[args]",
+        'b = { dtype = "f32", dir = "out", count = "N" }',
+    ]
     assert second.body_lines == [12, 13, 14, 15]
     assert third.body.strip() == "sizes = { M = 3 }" and third.body_lines == [19]
     # Blank and whitespace-only lines at either end are dropped from text and line map alike.
@@ -296,7 +315,7 @@ def test_columns_are_characters_not_bytes() -> None:
     k = m.function("k")
     assert k is not None
     assert src.split("\n")[1][k.name_span.start_col : k.name_span.end_col] == "k"
-    m2 = parse_source('/* ééé */ __global__ void g(int* p) { p[0] = 1; }\n')
+    m2 = parse_source("/* ééé */ __global__ void g(int* p) { p[0] = 1; }\n")
     g = m2.function("g")
     assert g is not None
     assert m2.lines[0][g.name_span.start_col : g.name_span.end_col] == "g"

@@ -41,8 +41,14 @@ def test_parse_full_spec_into_the_model() -> None:
     assert s.entry == "k" and s.reference == "k_ref" and s.seeds == 3
     assert s.sizes == {"N": 1024, "M": "N * 2"}
     assert s.launch is not None
-    assert s.launch.grid == ["ceil_div(N, 16)", "M"] and s.launch.block == [16, 16] and s.launch.smem == "N * 4"
-    assert s.tolerance is not None and (s.tolerance.rtol, s.tolerance.atol, s.tolerance.norm_rtol) == (1e-5, 0.0, 1e-3)
+    assert (
+        s.launch.grid == ["ceil_div(N, 16)", "M"] and s.launch.block == [16, 16] and s.launch.smem == "N * 4"
+    )
+    assert s.tolerance is not None and (s.tolerance.rtol, s.tolerance.atol, s.tolerance.norm_rtol) == (
+        1e-5,
+        0.0,
+        1e-3,
+    )
     assert s.shapes == [{"N": 3}, {"N": 4097}]
     assert s.tunables == {"BLOCK": [128, 256], "VARIANT": ["a", "b"]}
     assert s.flags == ["-DUSE_X", "-maxrregcount=32"]
@@ -59,7 +65,7 @@ def test_parse_full_spec_into_the_model() -> None:
         FULL,
         'sizes = { N = 1 }\nlaunch = { grid = 1, block = 32 }\n[args]\nx = { dtype = "i8", dir = "inout", count = 1 }\n',
         'sizes = { N = 5 }\nlaunch = { grid = "N", block = [8, 4, 2], smem = 128 }\n'
-        'tolerance = { atol = 1e-07 }\n[args]\nv = { value = -1 }\n',
+        "tolerance = { atol = 1e-07 }\n[args]\nv = { value = -1 }\n",
         'sizes = { "odd key" = 1 }\nshapes = [{ "odd key" = 2 }]\n',
         "[args]\n",
     ],
@@ -87,14 +93,23 @@ def test_round_trip_through_a_comment_block() -> None:
 # --------------------------------------------------------------------------------------------------
 # Validation against the signature
 
-KERNEL = "__global__ void k(const float* x, float* y, int n) { int i = threadIdx.x; if (i < n) y[i] = x[i]; }\n"
+KERNEL = (
+    "__global__ void k(const float* x, float* y, int n) { int i = threadIdx.x; if (i < n) y[i] = x[i]; }\n"
+)
 X = '{ dtype = "f32", dir = "in", count = "N" }'
 Y = '{ dtype = "f32", dir = "out", count = "N" }'
 NV = '{ value = "N" }'
 
 
-def _spec_src(x: str | None = X, y: str | None = Y, n: str | None = NV, block: str = "256", launch: bool = True,
-              extra: str = "", func: str = KERNEL) -> str:  # fmt: skip
+def _spec_src(
+    x: str | None = X,
+    y: str | None = Y,
+    n: str | None = NV,
+    block: str = "256",
+    launch: bool = True,
+    extra: str = "",
+    func: str = KERNEL,
+) -> str:
     lines = ["/* kernellsp", "sizes = { N = 1024 }"]
     if launch:
         lines.append(f'launch = {{ grid = "ceil_div(N, 256)", block = {block} }}')
@@ -164,7 +179,7 @@ def test_pointer_missing_count_lands_on_its_own_line() -> None:
 
 def test_pointer_missing_field_in_table_layout_lands_on_its_header() -> None:
     src = (
-        '/* kernellsp\nsizes = { N = 1024 }\nlaunch = { grid = 4, block = 256 }\n'
+        "/* kernellsp\nsizes = { N = 1024 }\nlaunch = { grid = 4, block = 256 }\n"
         '[args.x]\ndtype = "f32"\ndir = "in"\n[args.y]\ndtype = "f32"\ndir = "out"\ncount = "N"\n'
         '[args.n]\nvalue = "N"\n*/\n' + KERNEL
     )
@@ -329,7 +344,9 @@ args.n = { value = "N" }
 
 
 def test_workspace_specs_from_kernellsp_toml(tmp_path: Path) -> None:
-    (tmp_path / "kernellsp.toml").write_text(f'[kernels.k]\nfile = "k.cu"\n{WS_BODY}\n[kernels.bad]\nwat = 3\n')
+    (tmp_path / "kernellsp.toml").write_text(
+        f'[kernels.k]\nfile = "k.cu"\n{WS_BODY}\n[kernels.bad]\nwat = 3\n'
+    )
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "k.cu").write_text(KERNEL)
     assert spec.find_workspace_root(tmp_path / "sub" / "k.cu") == tmp_path
@@ -347,7 +364,9 @@ def test_workspace_specs_from_kernellsp_toml(tmp_path: Path) -> None:
 
 
 def test_workspace_specs_from_pyproject(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.kernellsp.kernels.k]\n' + WS_BODY)
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.kernellsp.kernels.k]\n' + WS_BODY
+    )
     specs, issues, origin = spec.load_workspace_specs(tmp_path)
     assert issues == [] and origin == str(tmp_path / "pyproject.toml")
     assert specs["k"].launch is not None and specs["k"].launch.block == 256

@@ -22,15 +22,17 @@ def ruleset() -> RuleSet:
     return load_rules(None)
 
 
-def spec(block: int | str = 256, smem: int | None = None, flags: str = "", shapes: str = "[{ N = 1000 }]") -> str:
-    launch = f'grid = "ceil_div(N, {block})", block = {block}' + (f", smem = {smem}" if smem is not None else "")
+def spec(
+    block: int | str = 256, smem: int | None = None, flags: str = "", shapes: str = "[{ N = 1000 }]"
+) -> str:
+    launch = f'grid = "ceil_div(N, {block})", block = {block}' + (
+        f", smem = {smem}" if smem is not None else ""
+    )
     return (
         "/* kernellsp\n"
         "sizes = { N = 1048576 }\n"
         f"launch = {{ {launch} }}\n"
-        f"shapes = {shapes}\n"
-        + (f"flags = {flags}\n" if flags else "")
-        + "[args]\n"
+        f"shapes = {shapes}\n" + (f"flags = {flags}\n" if flags else "") + "[args]\n"
         'x = { dtype = "f32", dir = "in", count = "N" }\n'
         'y = { dtype = "f32", dir = "out", count = "N" }\n'
         'n = { value = "N" }\n'
@@ -54,7 +56,9 @@ def line_of(src: str, needle: str) -> int:
 
 def only(report: FileReport, code: str) -> Finding:
     hits = [f for f in report.findings if f.code == code]
-    assert len(hits) == 1, f"expected one {code}, got {[(f.code, f.range.start_line, f.message) for f in report.findings]}"
+    assert len(hits) == 1, (
+        f"expected one {code}, got {[(f.code, f.range.start_line, f.message) for f in report.findings]}"
+    )
     return hits[0]
 
 
@@ -98,10 +102,17 @@ __global__ void spiller(const float* __restrict__ x, float* __restrict__ y, int 
     ("how", "src_of"),
     [
         ("maxrregcount", lambda: spec(flags='["-maxrregcount=32"]') + SPILLER),
-        ("launch_bounds", lambda: spec(block=1024) + SPILLER.replace("__global__ void spiller",
-                                                                      "__global__ void __launch_bounds__(1024, 2) spiller")),
+        (
+            "launch_bounds",
+            lambda: (
+                spec(block=1024)
+                + SPILLER.replace(
+                    "__global__ void spiller", "__global__ void __launch_bounds__(1024, 2) spiller"
+                )
+            ),
+        ),
     ],
-)  # fmt: skip
+)
 def test_kl101_fires_on_real_spills(tmp_path: Path, ruleset: RuleSet, how: str, src_of) -> None:  # type: ignore[no-untyped-def]
     src = src_of()
     report = check(tmp_path, ruleset, src)
@@ -110,9 +121,13 @@ def test_kl101_fires_on_real_spills(tmp_path: Path, ruleset: RuleSet, how: str, 
     assert r.spill_stores > 0 and r.spill_loads > 0, "ptxas must really spill under the cap"
     f = only(report, "KL101")
     assert f.severity == Severity.warning and f.kernel == "spiller"
-    assert f.range.start_line == line_of(src, "void ") and src.split("\n")[f.range.start_line][f.range.start_col:].startswith("spiller")
-    assert (f"spiller spills registers: {r.spill_stores} B of spill stores and {r.spill_loads} B of spill loads "
-            f"per thread to local memory ({r.registers} registers per thread, sm_90)") == f.message  # fmt: skip
+    assert f.range.start_line == line_of(src, "void ") and src.split("\n")[f.range.start_line][
+        f.range.start_col :
+    ].startswith("spiller")
+    assert (
+        f"spiller spills registers: {r.spill_stores} B of spill stores and {r.spill_loads} B of spill loads "
+        f"per thread to local memory ({r.registers} registers per thread, sm_90)"
+    ) == f.message
     assert f.evidence["spill_stores"] == r.spill_stores and f.evidence["registers"] == r.registers
 
 
@@ -168,10 +183,15 @@ def test_kl102_and_kl402_fire_on_a_runtime_indexed_local_array(tmp_path: Path, r
     assert f.range.start_line == line_of(src, "void bins")
     assert f.message.startswith(f"bins keeps a {r.stack_frame} B per-thread stack frame in local memory")
     kl402 = [f for f in report.findings if f.code == "KL402"]
-    assert {f.range.start_line for f in kl402} >= {line_of(src, "counts[b] += 1.0f;"), line_of(src, "y[i] = counts[i & 31];")}
+    assert {f.range.start_line for f in kl402} >= {
+        line_of(src, "counts[b] += 1.0f;"),
+        line_of(src, "y[i] = counts[i & 31];"),
+    }
     f = next(f for f in kl402 if f.range.start_line == line_of(src, "counts[b] += 1.0f;"))
-    assert f.message == (f"counts[b] in bins indexes a per-thread array with a run-time value, so the array is placed "
-                         f"in local memory ({r.stack_frame} B stack frame per thread)")  # fmt: skip
+    assert f.message == (
+        f"counts[b] in bins indexes a per-thread array with a run-time value, so the array is placed "
+        f"in local memory ({r.stack_frame} B stack frame per thread)"
+    )
     # The finding's range covers the statement without its indentation.
     line = src.split("\n")[f.range.start_line]
     assert line[f.range.start_col : f.range.end_col] == "counts[b] += 1.0f;"
@@ -198,10 +218,16 @@ def test_kl103_fires_when_registers_limit_occupancy(tmp_path: Path, ruleset: Rul
     assert occ.limiter == "registers" and occ.occupancy_pct < 50
     f = only(report, "KL103")
     assert f.range.start_line == line_of(src, "void heavy")
-    assert f.message == (f"heavy: theoretical occupancy {occ.occupancy_pct:.0f}% at 256 threads per block, limited by "
-                         f"{r.registers} registers per thread ({occ.limit_registers} blocks per SM fit the register file)")  # fmt: skip
+    assert f.message == (
+        f"heavy: theoretical occupancy {occ.occupancy_pct:.0f}% at 256 threads per block, limited by "
+        f"{r.registers} registers per thread ({occ.limit_registers} blocks per SM fit the register file)"
+    )
     m = metrics(report)
-    assert (m["occupancy_pct"], m["occupancy_limiter"], m["block_source"]) == (occ.occupancy_pct, "registers", "spec")
+    assert (m["occupancy_pct"], m["occupancy_limiter"], m["block_source"]) == (
+        occ.occupancy_pct,
+        "registers",
+        "spec",
+    )
 
 
 def test_kl103_silent_for_a_lighter_variant(tmp_path: Path, ruleset: RuleSet) -> None:
@@ -237,8 +263,10 @@ def test_kl104_fires_when_shared_memory_limits_occupancy(tmp_path: Path, ruleset
     assert (occ.limiter, occ.blocks_per_sm) == ("shared_memory", 3)
     f = only(report, "KL104")
     assert f.range.start_line == line_of(src, "void tiled")
-    assert f.message == ("tiled: theoretical occupancy 19% at 128 threads per block, limited by 2048 B static + "
-                         "65536 B dynamic shared memory per block (3 blocks per SM)")  # fmt: skip
+    assert f.message == (
+        "tiled: theoretical occupancy 19% at 128 threads per block, limited by 2048 B static + "
+        "65536 B dynamic shared memory per block (3 blocks per SM)"
+    )
 
 
 def test_kl104_silent_with_a_small_tile(tmp_path: Path, ruleset: RuleSet) -> None:
@@ -264,14 +292,21 @@ def test_kl201_fires_for_100_threads(tmp_path: Path, ruleset: RuleSet) -> None:
     report = check(tmp_path, ruleset, src)
     f = only(report, "KL201")
     assert f.range.start_line == line_of(src, "void scale")
-    assert f.message.startswith("scale launches 100 threads per block (spec): not a multiple of the 32-thread warp")
+    assert f.message.startswith(
+        "scale launches 100 threads per block (spec): not a multiple of the 32-thread warp"
+    )
 
 
 def test_kl201_from_a_launch_site_without_spec(tmp_path: Path, ruleset: RuleSet) -> None:
-    src = SCALE + "#define THREADS 48\nvoid run(const float* x, float* y, int n) { scale<<<(n + THREADS - 1) / THREADS, THREADS>>>(x, y, n); }\n"
+    src = (
+        SCALE
+        + "#define THREADS 48\nvoid run(const float* x, float* y, int n) { scale<<<(n + THREADS - 1) / THREADS, THREADS>>>(x, y, n); }\n"
+    )
     report = check(tmp_path, ruleset, src)
     f = only(report, "KL201")
-    assert f.message.startswith(f"scale launches 48 threads per block (launch site line {line_of(src, 'scale<<<') + 1})")
+    assert f.message.startswith(
+        f"scale launches 48 threads per block (launch site line {line_of(src, 'scale<<<') + 1})"
+    )
 
 
 def test_kl201_silent_for_128_threads(tmp_path: Path, ruleset: RuleSet) -> None:
@@ -287,8 +322,10 @@ def test_kl202_fires_for_32_thread_blocks(tmp_path: Path, ruleset: RuleSet) -> N
     assert (m["occupancy_limiter"], m["occupancy_pct"]) == ("blocks", 50.0)
     f = only(report, "KL202")
     assert f.range.start_line == line_of(src, "void scale")
-    assert f.message == ("scale launches 32 threads per block (spec): an SM holds at most 32 blocks, so only 50% of "
-                         "its 64 warp slots can be used")  # fmt: skip
+    assert f.message == (
+        "scale launches 32 threads per block (spec): an SM holds at most 32 blocks, so only 50% of "
+        "its 64 warp slots can be used"
+    )
     assert "KL201" not in codes(report)
 
 
@@ -365,8 +402,10 @@ def test_kl302_fires_for_a_barrier_after_an_early_return(tmp_path: Path, ruleset
     report = check(tmp_path, ruleset, src)
     f = only(report, "KL302")
     assert f.range.start_line == line_of(src, "__syncthreads();")
-    assert f.message == ("__syncthreads() in shifted follows an early return taken by only some threads; the "
-                         "returned threads never reach this barrier")  # fmt: skip
+    assert f.message == (
+        "__syncthreads() in shifted follows an early return taken by only some threads; the "
+        "returned threads never reach this barrier"
+    )
     assert "KL301" not in codes(report)
 
 
@@ -393,7 +432,9 @@ def test_kl303_fires_without_a_bounds_check(tmp_path: Path, ruleset: RuleSet) ->
     assert metrics(report)["grid_can_overshoot"] is True
     f = only(report, "KL303")
     assert f.range.start_line == line_of(src, "y[i] = 2.0f * x[i];")
-    assert f.message.startswith("y[i], x[i] in scale is indexed by the thread's global index with no bounds check")
+    assert f.message.startswith(
+        "y[i], x[i] in scale is indexed by the thread's global index with no bounds check"
+    )
 
 
 def test_kl303_silent_with_a_guard(tmp_path: Path, ruleset: RuleSet) -> None:
@@ -442,7 +483,7 @@ def test_kl401_silent_with_a_float_literal(tmp_path: Path, ruleset: RuleSet) -> 
 
 
 def test_kl401_silent_when_the_kernel_is_meant_to_be_double(tmp_path: Path, ruleset: RuleSet) -> None:
-    src = (spec().replace('"f32"', '"f64"') + FP64.replace("float", "double"))
+    src = spec().replace('"f32"', '"f64"') + FP64.replace("float", "double")
     report = check(tmp_path, ruleset, src)
     assert metrics(report)["fp64_insts"] > 0 and metrics(report)["uses_double_params"] is True
     assert "KL401" not in codes(report)
@@ -467,16 +508,22 @@ def test_kl403_fires_for_one_global_address(tmp_path: Path, ruleset: RuleSet) ->
     report = check(tmp_path, ruleset, src)
     f = only(report, "KL403")
     assert f.range.start_line == line_of(src, "atomicAdd(y, x[i]);")
-    assert f.message.startswith("atomic on y in total: the address does not depend on threadIdx, so every thread of the grid")
+    assert f.message.startswith(
+        "atomic on y in total: the address does not depend on threadIdx, so every thread of the grid"
+    )
 
 
 def test_kl403_silent_for_per_thread_addresses(tmp_path: Path, ruleset: RuleSet) -> None:
-    report = check(tmp_path, ruleset, spec() + ATOMIC.replace("atomicAdd(y, x[i]);", "atomicAdd(&y[i], x[i]);"))
+    report = check(
+        tmp_path, ruleset, spec() + ATOMIC.replace("atomicAdd(y, x[i]);", "atomicAdd(&y[i], x[i]);")
+    )
     assert "KL403" not in codes(report)
 
 
 def test_kl403_silent_for_shared_memory_atomics(tmp_path: Path, ruleset: RuleSet) -> None:
-    src = spec() + """\
+    src = (
+        spec()
+        + """\
 __global__ void total(const float* __restrict__ x, float* __restrict__ y, int n)
 {
     __shared__ float acc;
@@ -488,6 +535,7 @@ __global__ void total(const float* __restrict__ x, float* __restrict__ y, int n)
     if (threadIdx.x == 0) y[blockIdx.x] = acc;
 }
 """
+    )
     report = check(tmp_path, ruleset, src)
     assert "KL403" not in codes(report)
 
@@ -513,7 +561,9 @@ def test_kl404_fires_for_a_constant_stride(tmp_path: Path, ruleset: RuleSet) -> 
 
 
 def test_kl404_names_a_size_dependent_stride(tmp_path: Path, ruleset: RuleSet) -> None:
-    src = spec() + """\
+    src = (
+        spec()
+        + """\
 __global__ void rows(const float* __restrict__ x, float* __restrict__ y, int n)
 {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
@@ -522,6 +572,7 @@ __global__ void rows(const float* __restrict__ x, float* __restrict__ y, int n)
     }
 }
 """
+    )
     report = check(tmp_path, ruleset, src)
     f = only(report, "KL404")
     assert f.message.startswith("x is indexed with a stride of `n` elements per threadIdx.x in rows")
@@ -547,13 +598,16 @@ def test_kl405_silent_for_const_restrict(tmp_path: Path, ruleset: RuleSet) -> No
 
 
 def test_kl405_silent_for_a_pointer_that_is_written(tmp_path: Path, ruleset: RuleSet) -> None:
-    src = spec().replace('x = { dtype = "f32", dir = "in"', 'x = { dtype = "f32", dir = "inout"') + """\
+    src = (
+        spec().replace('x = { dtype = "f32", dir = "in"', 'x = { dtype = "f32", dir = "inout"')
+        + """\
 __global__ void scale(float* x, float* __restrict__ y, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) { y[i] = 2.0f * x[i]; x[i] = 0.0f; }
 }
 """
+    )
     report = check(tmp_path, ruleset, src)
     assert "KL405" not in codes(report)
 
@@ -590,12 +644,21 @@ def test_kl002_silent_for_clean_code(tmp_path: Path, ruleset: RuleSet) -> None:
 
 
 def test_kl003_bad_spec_on_its_own_line(tmp_path: Path, ruleset: RuleSet) -> None:
-    src = spec().replace('y = { dtype = "f32", dir = "out", count = "N" }', 'y = { dtype = "f64", dir = "out", count = "N" }') + SCALE
+    src = (
+        spec().replace(
+            'y = { dtype = "f32", dir = "out", count = "N" }',
+            'y = { dtype = "f64", dir = "out", count = "N" }',
+        )
+        + SCALE
+    )
     report = check(tmp_path, ruleset, src)
     f = only(report, "KL003")
     assert f.severity == Severity.error and f.source == "spec"
     assert f.range.start_line == line_of(src, 'y = { dtype = "f64"')
-    assert f.message == "spec field 'args.y.dtype' of scale: 'y' is declared float*; expected dtype f32, got 'f64'"
+    assert (
+        f.message
+        == "spec field 'args.y.dtype' of scale: 'y' is declared float*; expected dtype f32, got 'f64'"
+    )
 
 
 def test_kl004_kernel_without_spec(tmp_path: Path, ruleset: RuleSet) -> None:
@@ -607,7 +670,9 @@ def test_kl004_kernel_without_spec(tmp_path: Path, ruleset: RuleSet) -> None:
     assert "KL004" not in codes(check(tmp_path, ruleset, spec() + SCALE))
 
 
-def test_kl004_not_emitted_for_a_kernel_launched_by_a_specd_host_launcher(tmp_path: Path, ruleset: RuleSet) -> None:
+def test_kl004_not_emitted_for_a_kernel_launched_by_a_specd_host_launcher(
+    tmp_path: Path, ruleset: RuleSet
+) -> None:
     src = (SAMPLES_DIR / "relu_launcher.cu").read_text()
     report = check(tmp_path, ruleset, src, "relu_launcher.cu")
     assert [k.name for k in report.kernels] == ["relu_kernel"]

@@ -10,15 +10,27 @@ import pytest
 from kernellsp.optimize.verify import timing
 
 
-def _round(rng: np.random.Generator, base: float, cand: float, noise: float, drift: float,
-           reps: int = 15) -> tuple[list[float], list[float]]:  # fmt: skip
+def _round(
+    rng: np.random.Generator, base: float, cand: float, noise: float, drift: float, reps: int = 15
+) -> tuple[list[float], list[float]]:
     d = 1.0 + drift * rng.standard_normal()
-    return (list(base * d * (1 + noise * rng.standard_normal(reps))),
-            list(cand * d * (1 + noise * rng.standard_normal(reps))))  # fmt: skip
+    return (
+        list(base * d * (1 + noise * rng.standard_normal(reps))),
+        list(cand * d * (1 + noise * rng.standard_normal(reps))),
+    )
 
 
-def _sequential(rng: np.random.Generator, base: float, cand: float, *, noise: float = 0.01, drift: float = 0.02,
-                min_rounds: int = 3, max_rounds: int = 5, gain: float = 2.0) -> tuple[str, int]:  # fmt: skip
+def _sequential(
+    rng: np.random.Generator,
+    base: float,
+    cand: float,
+    *,
+    noise: float = 0.01,
+    drift: float = 0.02,
+    min_rounds: int = 3,
+    max_rounds: int = 5,
+    gain: float = 2.0,
+) -> tuple[str, int]:
     """What the gate does: a look per round from ``min_rounds`` on, Bonferroni-adjusted; (verdict, rounds run)."""
     conf = timing.look_confidence(0.95, max_rounds - min_rounds + 1)
     a: list[list[float]] = []

@@ -29,8 +29,13 @@ SAMPLE_FILES = sorted(p.name for p in SAMPLES.glob("*.cu"))
 NVCC = shutil.which("nvcc")
 
 
-def context(text: str, path: str = "k.cu", entry: str | None = None, findings: list[Finding] | None = None,
-            tried: list[dict[str, object]] | None = None) -> ProposalContext:  # fmt: skip
+def context(
+    text: str,
+    path: str = "k.cu",
+    entry: str | None = None,
+    findings: list[Finding] | None = None,
+    tried: list[dict[str, object]] | None = None,
+) -> ProposalContext:
     model = parse_source(text, path)
     bound = specmod.specs_from_source(model)[0]
     b = bound[0] if entry is None else next(x for x in bound if x.entry == entry)
@@ -92,7 +97,9 @@ def test_candidates_are_in_scope_new_and_unique(name: str) -> None:
         assert not cm.syntax_errors, c.description
         # The candidate's spec still validates against the kernel.
         cb = next(b for b in specmod.specs_from_source(cm)[0] if b.entry == ctx.entry)
-        errors = [i for i in specmod.validate_against(cb, cm.function(ctx.entry), cm) if i.severity == "error"]
+        errors = [
+            i for i in specmod.validate_against(cb, cm.function(ctx.entry), cm) if i.severity == "error"
+        ]
         assert not errors, (c.description, errors)
 
 
@@ -103,7 +110,9 @@ def test_k_limits_and_tried_transforms_are_skipped(name: str) -> None:
     assert Tuner().propose(ctx, 2) == cands[:2]
     for c in cands:
         # Tried by transform name (memory of earlier runs) ...
-        again = propose_all(sample_context(name, tried=[{"transform": c.description, "verdict": "not_faster"}]))
+        again = propose_all(
+            sample_context(name, tried=[{"transform": c.description, "verdict": "not_faster"}])
+        )
         assert c.description not in {x.description for x in again}
         assert len(again) == len(cands) - 1
         # ... or by key.
@@ -117,7 +126,8 @@ def test_expected_transforms_per_sample() -> None:
     got = {name: [c.description for c in propose_all(sample_context(name))] for name in SAMPLE_FILES}
     assert got["softmax_row.cu"][:3] == ["tunable:BLOCK=128", "tunable:BLOCK=64", "tunable:BLOCK=32"]
     assert {"restrict", "launch_bounds:256", "float_literals", "flag:--extra-device-vectorization"} <= set(
-        got["softmax_row.cu"])  # fmt: skip
+        got["softmax_row.cu"]
+    )
     assert {"block:128", "block:512", "block:1024"} <= set(got["conv1d.cu"])
     assert "float_literals" in got["layernorm.cu"]
     assert not any(d.startswith("block:") for d in got["vector_add.cu"])  # tunables own the block size there
@@ -132,8 +142,15 @@ def test_findings_order_the_transforms() -> None:
     line = fn.span.start_line
 
     def finding(code: str, **evidence: object) -> Finding:
-        return Finding(code=code, severity=Severity("warning"), message=code, path="k.cu", range=line_range(line),
-                       kernel="softmax_row", evidence=dict(evidence))  # fmt: skip
+        return Finding(
+            code=code,
+            severity=Severity("warning"),
+            message=code,
+            path="k.cu",
+            range=line_range(line),
+            kernel="softmax_row",
+            evidence=dict(evidence),
+        )
 
     plain = [c.description for c in propose_all(context(text))]
     assert plain[0].startswith("tunable:")
@@ -159,9 +176,13 @@ def test_findings_order_the_transforms() -> None:
 def test_float_literals_only_inside_the_kernel_body() -> None:
     # softmax_row with double literals in a device helper, in host code and in another kernel too.
     text = (SAMPLES / "softmax_row.cu").read_text()
-    text = text.replace("/* kernellsp", "__device__ float halve(float v) { return v * 0.5; }\n\n/* kernellsp", 1)
-    text += ("\n__global__ void other(float* y) { y[0] = 2.5; }\n"
-             "\ndouble host_scale(double v) { return v * 1.5e3; }\n")  # fmt: skip
+    text = text.replace(
+        "/* kernellsp", "__device__ float halve(float v) { return v * 0.5; }\n\n/* kernellsp", 1
+    )
+    text += (
+        "\n__global__ void other(float* y) { y[0] = 2.5; }\n"
+        "\ndouble host_scale(double v) { return v * 1.5e3; }\n"
+    )
     ctx = context(text, "softmax_row.cu", entry="softmax_row")
     cand = by_desc(propose_all(ctx))["float_literals"]
     fn = ctx.model.function("softmax_row")
@@ -226,13 +247,19 @@ __global__ void axpb(float* a, const float* b, float *c, float* __restrict__ d, 
 def test_restrict_adds_restrict_and_const_on_read_only_pointers() -> None:
     cand = by_desc(propose_all(context(RESTRICT)))["restrict"]
     _, new = assert_one_line_changed(RESTRICT, cand.text)
-    assert new == ("__global__ void axpb(const float* __restrict__ a, const float* __restrict__ b, "
-                   "float * __restrict__ c, float* __restrict__ d, int n)\n")  # fmt: skip
+    assert new == (
+        "__global__ void axpb(const float* __restrict__ a, const float* __restrict__ b, "
+        "float * __restrict__ c, float* __restrict__ d, int n)\n"
+    )
     assert check_scope(RESTRICT, cand.text, ["axpb"]).ok
     fn = parse_source(cand.text).function("axpb")
     assert fn is not None
     assert [(p.name, p.is_const, p.is_restrict) for p in fn.params if p.is_pointer] == [
-        ("a", True, True), ("b", True, True), ("c", False, True), ("d", False, True)]  # fmt: skip
+        ("a", True, True),
+        ("b", True, True),
+        ("c", False, True),
+        ("d", False, True),
+    ]
 
 
 def test_restrict_on_samples() -> None:
@@ -249,9 +276,11 @@ def test_restrict_on_samples() -> None:
 
 
 def test_no_restrict_candidate_when_already_restricted() -> None:
-    text = RESTRICT.replace("float* a, const float* b, float *c, float* __restrict__ d",
-                            "const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, "
-                            "float* __restrict__ d")  # fmt: skip
+    text = RESTRICT.replace(
+        "float* a, const float* b, float *c, float* __restrict__ d",
+        "const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, "
+        "float* __restrict__ d",
+    )
     assert "restrict" not in by_desc(propose_all(context(text)))
 
 
@@ -289,20 +318,33 @@ def test_flag_and_block_candidates_change_exactly_one_line(name: str) -> None:
             assert old.startswith("launch =") and new.startswith("launch =")
             b = int(c.description[len("block:") :])
             cspec = specmod.specs_from_source(parse_source(c.text))[0][0].spec
-            assert cspec.launch is not None and cspec.launch.block == b and f", {b})" in str(cspec.launch.grid)
+            assert (
+                cspec.launch is not None and cspec.launch.block == b and f", {b})" in str(cspec.launch.grid)
+            )
         elif c.description.startswith("launch_bounds:"):
             old, new = assert_one_line_changed(ctx.text, c.text)
-            assert new == old.replace(f" {ctx.entry}(", f" __launch_bounds__({c.description.split(':')[1]}) {ctx.entry}(")
+            assert new == old.replace(
+                f" {ctx.entry}(", f" __launch_bounds__({c.description.split(':')[1]}) {ctx.entry}("
+            )
 
 
 def test_flag_replaces_an_existing_flags_line() -> None:
     text = (SAMPLES / "softmax_row.cu").read_text()
-    text = text.replace("tunables = { BLOCK = [256, 128, 64, 32] }",
-                        'tunables = { BLOCK = [256, 128, 64, 32] }\nflags = ["-lineinfo", "-maxrregcount=96"]')  # fmt: skip
+    text = text.replace(
+        "tunables = { BLOCK = [256, 128, 64, 32] }",
+        'tunables = { BLOCK = [256, 128, 64, 32] }\nflags = ["-lineinfo", "-maxrregcount=96"]',
+    )
     fn = parse_source(text).function("softmax_row")
     assert fn is not None
-    kl103 = Finding(code="KL103", severity=Severity("warning"), message="regs", path="k.cu",
-                    range=line_range(fn.span.start_line), kernel="softmax_row", evidence={"registers": 96})  # fmt: skip
+    kl103 = Finding(
+        code="KL103",
+        severity=Severity("warning"),
+        message="regs",
+        path="k.cu",
+        range=line_range(fn.span.start_line),
+        kernel="softmax_row",
+        evidence={"registers": 96},
+    )
     cands = by_desc(propose_all(context(text, findings=[kl103])))
     old, new = assert_one_line_changed(text, cands["flag:--extra-device-vectorization"].text)
     assert old == 'flags = ["-lineinfo", "-maxrregcount=96"]\n'
@@ -322,8 +364,15 @@ def test_tuner_builds_on_the_champion() -> None:
     text = (SAMPLES / "softmax_row.cu").read_text()
     model = parse_source(first.text)
     b = specmod.specs_from_source(model)[0][0]
-    ctx = ProposalContext("softmax_row.cu", first.text, text, "softmax_row", model, b,
-                          tried=[{"key": first.key, "transform": first.description}])  # fmt: skip
+    ctx = ProposalContext(
+        "softmax_row.cu",
+        first.text,
+        text,
+        "softmax_row",
+        model,
+        b,
+        tried=[{"key": first.key, "transform": first.description}],
+    )
     descs = [c.description for c in propose_all(ctx)]
     assert "tunable:BLOCK=64" not in descs
     assert {"tunable:BLOCK=256", "tunable:BLOCK=128", "tunable:BLOCK=32"} <= set(descs)
@@ -340,7 +389,10 @@ def test_tuner_builds_on_the_champion() -> None:
 @pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
 def test_every_candidate_harness_compiles(tmp_path: Path) -> None:
     jobs = []
-    work = [(name, sample_context(name), propose_all(sample_context(name))) for name in ("softmax_row.cu", "conv1d.cu")]
+    work = [
+        (name, sample_context(name), propose_all(sample_context(name)))
+        for name in ("softmax_row.cu", "conv1d.cu")
+    ]
     assert all(len(cands) >= 5 for _, _, cands in work)
     # The restrict rewrite of `float *c` (no space after the star) must still name the parameter c.
     rctx = context(RESTRICT)
@@ -396,7 +448,11 @@ def test_spec_candidates_read_back_as_intended() -> None:
     inline = (SAMPLES / "conv1d.cu").read_text()
     line = 'launch = { grid = "ceil_div(N, 256)", block = 256 }\n'
     end = inline.index("*/", inline.index(line))
-    text = inline[:end].replace(line, "", 1) + '[launch]\ngrid = "ceil_div(N, 256)"\nblock = 256\n' + inline[end:]
+    text = (
+        inline[:end].replace(line, "", 1)
+        + '[launch]\ngrid = "ceil_div(N, 256)"\nblock = 256\n'
+        + inline[end:]
+    )
     assert specmod.entry_spec(parse_source(text, "conv1d.cu"), "conv1d") is not None
     cands = Tuner().propose(context(text, "conv1d.cu"), 50)
     assert cands  # the qualifier and flag transforms still apply
@@ -404,4 +460,6 @@ def test_spec_candidates_read_back_as_intended() -> None:
         model = parse_source(cand.text, "conv1d.cu")
         b = specmod.entry_spec(model, "conv1d")
         assert b is not None, cand.description
-        assert not [i for i in specmod.validate_against(b, model.function("conv1d"), model) if i.severity == "error"]
+        assert not [
+            i for i in specmod.validate_against(b, model.function("conv1d"), model) if i.severity == "error"
+        ]

@@ -57,8 +57,15 @@ class RecordingRunner(LocalRunner):
         self._note("put", sorted(files))
         super().put(files, workdir)
 
-    def run(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None = None,
-            env: dict[str, str] | None = None, gpu_lock: bool = False) -> RunResult:  # fmt: skip
+    def run(
+        self,
+        argv: list[str],
+        workdir: str,
+        timeout_s: float,
+        cancel: threading.Event | None = None,
+        env: dict[str, str] | None = None,
+        gpu_lock: bool = False,
+    ) -> RunResult:
         self._note("run", argv)
         return super().run(argv, workdir, timeout_s, cancel, env, gpu_lock)
 
@@ -73,23 +80,51 @@ def edit(text: str, old: str, new: str) -> str:
 
 
 OUT_OF_SCOPE = {
-    "include added": (edit(SOFTMAX, "#include <math.h>", "#include <math.h>\n#include <cstdio>"), "not among the headers"),
-    "macro added": (edit(SOFTMAX, "#include <math.h>", "#include <math.h>\n#define expf __expf"), "outside the targeted kernels"),
-    "signature changed": (edit(SOFTMAX, SIG, SIG.replace("int cols", "long cols")), "signature of softmax_row"),
+    "include added": (
+        edit(SOFTMAX, "#include <math.h>", "#include <math.h>\n#include <cstdio>"),
+        "not among the headers",
+    ),
+    "macro added": (
+        edit(SOFTMAX, "#include <math.h>", "#include <math.h>\n#define expf __expf"),
+        "outside the targeted kernels",
+    ),
+    "signature changed": (
+        edit(SOFTMAX, SIG, SIG.replace("int cols", "long cols")),
+        "signature of softmax_row",
+    ),
     "tolerance loosened": (edit(SOFTMAX, "rtol = 1e-3", "rtol = 1e-1"), "spec field 'tolerance'"),
-    "shapes dropped": (edit(SOFTMAX, "shapes = [{ ROWS = 1000, COLS = 100 }, { ROWS = 33, COLS = 1023 }, "
-                                     "{ ROWS = 1, COLS = 1 }]", "shapes = [{ ROWS = 1000, COLS = 100 }]"),
-                       "spec field 'shapes'"),
-    "tunable values changed": (edit(SOFTMAX, "BLOCK = [256, 128, 64, 32]", "BLOCK = [1024, 128, 64, 32]"),
-                               "tunables' names or values"),
-    "fast math flag": (edit(SOFTMAX, "tunables = {", 'flags = ["--use_fast_math"]\ntunables = {'), "--use_fast_math"),
-    "#define in the body": (edit(SOFTMAX, "    int row =", "#define expf __expf\n    int row ="), "preprocessor directive"),
-    "static cache": (edit(SOFTMAX, "    int row =", "    static float cache[16];\n    int row ="), "static/extern variable"),
-    "does not parse": (edit(SOFTMAX, "if (row >= rows) return;", "if (row >= rows) return; {{"), "does not parse"),
+    "shapes dropped": (
+        edit(
+            SOFTMAX,
+            "shapes = [{ ROWS = 1000, COLS = 100 }, { ROWS = 33, COLS = 1023 }, { ROWS = 1, COLS = 1 }]",
+            "shapes = [{ ROWS = 1000, COLS = 100 }]",
+        ),
+        "spec field 'shapes'",
+    ),
+    "tunable values changed": (
+        edit(SOFTMAX, "BLOCK = [256, 128, 64, 32]", "BLOCK = [1024, 128, 64, 32]"),
+        "tunables' names or values",
+    ),
+    "fast math flag": (
+        edit(SOFTMAX, "tunables = {", 'flags = ["--use_fast_math"]\ntunables = {'),
+        "--use_fast_math",
+    ),
+    "#define in the body": (
+        edit(SOFTMAX, "    int row =", "#define expf __expf\n    int row ="),
+        "preprocessor directive",
+    ),
+    "static cache": (
+        edit(SOFTMAX, "    int row =", "    static float cache[16];\n    int row ="),
+        "static/extern variable",
+    ),
+    "does not parse": (
+        edit(SOFTMAX, "if (row >= rows) return;", "if (row >= rows) return; {{"),
+        "does not parse",
+    ),
     "kernel removed": (SOFTMAX[: SOFTMAX.index(SIG)], "removed or renamed softmax_row"),
     "invalid launch": (edit(SOFTMAX, 'block = "BLOCK"', "block = 2048"), "launch is invalid"),
     "unknown launch name": (edit(SOFTMAX, 'block = "BLOCK"', 'block = "THREADS"'), "launch is invalid"),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("case", list(OUT_OF_SCOPE))
@@ -97,8 +132,15 @@ def test_out_of_scope_candidate_is_refused_without_touching_the_runner(case: str
     candidate, words = OUT_OF_SCOPE[case]
     runner = RecordingRunner()
     messages: list[str] = []
-    v = verify(Path("softmax_row.cu"), SOFTMAX, candidate, "softmax_row", runner, VerifyOptions(),
-               progress=lambda m, _p: messages.append(m))  # fmt: skip
+    v = verify(
+        Path("softmax_row.cu"),
+        SOFTMAX,
+        candidate,
+        "softmax_row",
+        runner,
+        VerifyOptions(),
+        progress=lambda m, _p: messages.append(m),
+    )
     assert v.kind == "scope_violation" and v.kind in VERDICTS
     assert not v.accepted
     assert words in v.message, v.message
@@ -125,7 +167,9 @@ def test_host_launcher_edits_are_refused() -> None:
     spec_edit = edit(RELU, "shapes = [{ N = 1000 }, { N = 4097 }, { N = 1 }]", "shapes = [{ N = 1000 }]")
     v = verify(Path("relu_launcher.cu"), RELU, spec_edit, "solve", runner)
     assert v.kind == "scope_violation" and "spec field 'shapes'" in v.message
-    fast = edit(RELU, "sizes = { N = 16777216 }", 'sizes = { N = 16777216 }\nflags = ["-Xcompiler -ffast-math"]')
+    fast = edit(
+        RELU, "sizes = { N = 16777216 }", 'sizes = { N = 16777216 }\nflags = ["-Xcompiler -ffast-math"]'
+    )
     v = verify(Path("relu_launcher.cu"), RELU, fast, "solve", runner)
     assert v.kind == "scope_violation" and "'-Xcompiler -ffast-math' is not allowed" in v.message
     assert runner.calls == []
@@ -136,7 +180,10 @@ def test_no_spec_raises_verify_error() -> None:
     assert "kernellsp" not in base.split("\n", 1)[1]
     cand = edit(base, "* (1.0 / sum);", "* (1.0f / sum);")
     runner = RecordingRunner()
-    with pytest.raises(VerifyError, match=r"softmax_row has no launch spec in the file; add one \(kernellsp check shows KL004\)"):
+    with pytest.raises(
+        VerifyError,
+        match=r"softmax_row has no launch spec in the file; add one \(kernellsp check shows KL004\)",
+    ):
         verify(Path("softmax_row.cu"), base, cand, "softmax_row", runner)
     with pytest.raises(VerifyError, match="has no launch spec"):
         verify(Path("softmax_row.cu"), base, base, "softmax_row", runner)
@@ -175,20 +222,35 @@ def test_write_evidence(tmp_path: Path) -> None:
     v = verify(Path("softmax_row.cu"), SOFTMAX, candidate, "softmax_row", RecordingRunner())
     bundle = tmp_path / "evidence" / "nested"
     write_evidence(bundle, Path("softmax_row.cu"), SOFTMAX, candidate, v)
-    assert sorted(p.name for p in bundle.iterdir()) == ["baseline.cu", "candidate.cu", "diff.patch", "verdict.json"]
+    assert sorted(p.name for p in bundle.iterdir()) == [
+        "baseline.cu",
+        "candidate.cu",
+        "diff.patch",
+        "verdict.json",
+    ]
     assert (bundle / "baseline.cu").read_text() == SOFTMAX
     assert (bundle / "candidate.cu").read_text() == candidate
     diff = (bundle / "diff.patch").read_text()
     assert diff == unified_diff(SOFTMAX, candidate, "softmax_row.cu")
     assert diff.startswith("--- a/softmax_row.cu\n+++ b/softmax_row.cu\n")
-    assert "-tolerance = { rtol = 1e-3, atol = 1e-6 }" in diff and "+tolerance = { rtol = 1e-1, atol = 1e-6 }" in diff
+    assert (
+        "-tolerance = { rtol = 1e-3, atol = 1e-6 }" in diff
+        and "+tolerance = { rtol = 1e-1, atol = 1e-6 }" in diff
+    )
     data = json.loads((bundle / "verdict.json").read_text())
     assert data["kind"] == "scope_violation" and data["accepted"] is False
     assert data["message"] == v.message and data["entry"] == "softmax_row"
     # An accepted verdict with stats and raw timings round-trips too.
-    ok = Verdict("accepted", True, "1.100x faster", "softmax_row", details={"checked": [{"seed": 0}]},
-                 stats={"speedup": 1.1, "ci_low": 1.05, "ci_high": 1.15}, environment={"gpu": "NVIDIA H200"},
-                 timings={"rounds": {"base": [{"timings_ms": [1.0]}]}})  # fmt: skip
+    ok = Verdict(
+        "accepted",
+        True,
+        "1.100x faster",
+        "softmax_row",
+        details={"checked": [{"seed": 0}]},
+        stats={"speedup": 1.1, "ci_low": 1.05, "ci_high": 1.15},
+        environment={"gpu": "NVIDIA H200"},
+        timings={"rounds": {"base": [{"timings_ms": [1.0]}]}},
+    )
     write_evidence(bundle, Path("softmax_row.cu"), SOFTMAX, SOFTMAX, ok)
     data = json.loads((bundle / "verdict.json").read_text())
     assert data == ok.to_dict()
@@ -240,8 +302,16 @@ def test_cli_verify_without_a_gpu_exits_2_naming_it(workspace: Path) -> None:
 
 def test_cli_verify_scope_violation_with_an_uncontacted_gpu_host(workspace: Path) -> None:
     """With --gpu-host the runner exists; the scope gate refuses before ssh is ever started."""
-    r = invoke("verify", "softmax_row.cu", "--candidate", "cand.cu", "--gpu-host", "nobody@gpu.invalid",
-               "--evidence", "ev")  # fmt: skip
+    r = invoke(
+        "verify",
+        "softmax_row.cu",
+        "--candidate",
+        "cand.cu",
+        "--gpu-host",
+        "nobody@gpu.invalid",
+        "--evidence",
+        "ev",
+    )
     assert r.exit_code == 1, r.output
     first = r.stdout.splitlines()[0]
     assert first.startswith("scope_violation: the candidate changed spec field 'tolerance'")
@@ -283,7 +353,9 @@ def test_error_budget_refuses_a_half_read_reduction_that_the_tolerance_lets_thro
     half = np.array([2 * np.sum(x[: x.size // 2], dtype=np.float32)], dtype=np.float32)
     tol = compare.resolve_tolerance("f32", Tolerance(rtol=1e-3, atol=1e-3))
     for cand in (pairwise, half):
-        assert compare.compare("out", "f32", cand.tobytes(), sequential.tobytes(), tol) is None  # both inside the spec
+        assert (
+            compare.compare("out", "f32", cand.tobytes(), sequential.tobytes(), tol) is None
+        )  # both inside the spec
     honest = compare.norm_rel_error("f32", pairwise.tobytes(), sequential.tobytes())
     cheat = compare.norm_rel_error("f32", half.tobytes(), sequential.tobytes())
     assert compare.within_quick_budget("f32", honest)
@@ -293,7 +365,9 @@ def test_error_budget_refuses_a_half_read_reduction_that_the_tolerance_lets_thro
     # A nondeterministic baseline as noisy as the cheat's error moves the budget with it (no false refusal).
     assert cheat < compare.error_budget("f32", conditioning=1.0, spread=cheat)
     # Cancellation: an honest re-association of terms summing to 1/1000 of their magnitudes errs 1000x more.
-    assert compare.error_budget("f32", conditioning=1000.0, spread=0.0) == pytest.approx(1000 * compare.error_budget("f32", 1.0, 0.0))
+    assert compare.error_budget("f32", conditioning=1000.0, spread=0.0) == pytest.approx(
+        1000 * compare.error_budget("f32", 1.0, 0.0)
+    )
     assert compare.error_budget("i32", 1.0, 0.0) == float("inf") and compare.within_quick_budget("u8", 1.0)
     assert compare.error_budget("f32", 1.0, 0.0, factor=0) == float("inf")
 
@@ -331,11 +405,15 @@ def test_sanitizer_plan_covers_every_distinct_shape_with_the_tools_that_apply() 
     with_smem = _sanitizer_plan(softmax, VerifyOptions(), SOFTMAX + "\n// __syncthreads();\n", 1024)
     assert all(tools == ["memcheck", "racecheck", "synccheck"] for _, tools in with_smem)
     relu = plan_of(RELU, next(f.name for f in parse_source(RELU, "r.cu").functions if f.kind == "host"))
-    assert all(tools[0] == "memcheck" and "racecheck" in tools and "initcheck" in tools
-               for _, tools in _sanitizer_plan(relu, VerifyOptions(), RELU, 0))  # fmt: skip
+    assert all(
+        tools[0] == "memcheck" and "racecheck" in tools and "initcheck" in tools
+        for _, tools in _sanitizer_plan(relu, VerifyOptions(), RELU, 0)
+    )
     twice = SOFTMAX.replace("{ ROWS = 1, COLS = 1 }]", "{ ROWS = 1, COLS = 1 }, { ROWS = 1000, COLS = 100 }]")
     dup = plan_of(twice, "softmax_row")
-    assert len(dup.shapes) == 5 and len(_sanitizer_plan(dup, VerifyOptions(), twice, 0)) == 4  # sizes deduplicated
+    assert (
+        len(dup.shapes) == 5 and len(_sanitizer_plan(dup, VerifyOptions(), twice, 0)) == 4
+    )  # sizes deduplicated
 
 
 def test_hazard_checks_are_bounded_on_heavy_shapes_only_after_passing_a_smaller_one() -> None:
@@ -358,8 +436,9 @@ def test_hazard_checks_are_bounded_on_heavy_shapes_only_after_passing_a_smaller_
     heavy, smallest = order[-1], order[0]
     calls: list[tuple[str, int, float]] = []
 
-    def harness_run(exe: str, mode: str, shape: int, seed: int, wrapper: list[str], timeout: float,
-                    **_: object) -> tuple[object, object, str]:  # fmt: skip
+    def harness_run(
+        exe: str, mode: str, shape: int, seed: int, wrapper: list[str], timeout: float, **_: object
+    ) -> tuple[object, object, str]:
         tool = wrapper[wrapper.index("--tool") + 1]
         calls.append((tool, shape, timeout))
         if tool == "racecheck" and shape in slow:
@@ -367,9 +446,13 @@ def test_hazard_checks_are_bounded_on_heavy_shapes_only_after_passing_a_smaller_
         ok = SimpleNamespace(ok=True, error=None)
         return SimpleNamespace(returncode=0, output="========= ERROR SUMMARY: 0 errors"), ok, ""
 
-    session = SimpleNamespace(runner=SimpleNamespace(which=lambda _n: "/cs"), cand_static_smem=1024,
-                              run_seed=7, harness_run=harness_run,
-                              run=lambda *_a, **_k: SimpleNamespace(output=""))  # fmt: skip
+    session = SimpleNamespace(
+        runner=SimpleNamespace(which=lambda _n: "/cs"),
+        cand_static_smem=1024,
+        run_seed=7,
+        harness_run=harness_run,
+        run=lambda *_a, **_k: SimpleNamespace(output=""),
+    )
     opts = VerifyOptions(sanitizer_timeout_s=300, hazard_check_budget_s=60)
 
     slow = {heavy}

@@ -41,21 +41,38 @@ def test_twenty_aa_comparisons_accept_nothing(runner: LocalRunner, env: dict) ->
     for name in ("vector_add.cu", "transpose_naive.cu", "softmax_row.cu", "reduce_atomic.cu"):
         path = ROOT / "samples" / name
         text = path.read_text()
-        entry = {"vector_add.cu": "vector_add", "transpose_naive.cu": "transpose_naive",
-                 "softmax_row.cu": "softmax_row", "reduce_atomic.cu": "reduce_atomic"}[name]  # fmt: skip
+        entry = {
+            "vector_add.cu": "vector_add",
+            "transpose_naive.cu": "transpose_naive",
+            "softmax_row.cu": "softmax_row",
+            "reduce_atomic.cu": "reduce_atomic",
+        }[name]
         for i in range(5):
-            v = verify(path, text, text, entry, runner, VerifyOptions(timing_only=True, rounds=5, reps=10), env)
-            rows.append({"sample": name, "i": i, "kind": v.kind, "speedup": v.stats["speedup"],
-                         "ci_low": v.stats["ci_low"], "ci_high": v.stats["ci_high"],
-                         "baseline_ms": v.stats["baseline_median_ms"]})  # fmt: skip
+            v = verify(
+                path, text, text, entry, runner, VerifyOptions(timing_only=True, rounds=5, reps=10), env
+            )
+            rows.append(
+                {
+                    "sample": name,
+                    "i": i,
+                    "kind": v.kind,
+                    "speedup": v.stats["speedup"],
+                    "ci_low": v.stats["ci_low"],
+                    "ci_high": v.stats["ci_high"],
+                    "baseline_ms": v.stats["baseline_median_ms"],
+                }
+            )
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"aa-{gpu_slug(local_gpu_name())}.json").write_text(json.dumps({"environment": env, "comparisons": rows}, indent=1) + "\n")
+    (RESULTS / f"aa-{gpu_slug(local_gpu_name())}.json").write_text(
+        json.dumps({"environment": env, "comparisons": rows}, indent=1) + "\n"
+    )
     assert len(rows) == 20
     assert not [r for r in rows if r["kind"] == "accepted"], rows
 
 
-def test_tuner_win_is_accepted_replayed_applied_and_reverted(runner: LocalRunner, env: dict,
-                                                                      tmp_path: Path) -> None:  # fmt: skip
+def test_tuner_win_is_accepted_replayed_applied_and_reverted(
+    runner: LocalRunner, env: dict, tmp_path: Path
+) -> None:
     src = ROOT / "samples" / "softmax_row.cu"
     work = tmp_path / "ws"
     work.mkdir()
@@ -63,11 +80,20 @@ def test_tuner_win_is_accepted_replayed_applied_and_reverted(runner: LocalRunner
     path = work / "softmax_row.cu"
     text = src.read_text()
     path.write_text(text)
-    result = optimize(path, text, "softmax_row", runner, [Tuner()],
-                      OptimizeOptions(rounds=1, candidates=2, verify=VerifyOptions(seeds=2, rounds=4, reps=10)),
-                      environment=env)  # fmt: skip
-    assert result.accepted, (result.final.kind if result.final else None, result.stop_reason,
-                             [(c.description, c.verdict, c.message) for c in result.candidates])  # fmt: skip
+    result = optimize(
+        path,
+        text,
+        "softmax_row",
+        runner,
+        [Tuner()],
+        OptimizeOptions(rounds=1, candidates=2, verify=VerifyOptions(seeds=2, rounds=4, reps=10)),
+        environment=env,
+    )
+    assert result.accepted, (
+        result.final.kind if result.final else None,
+        result.stop_reason,
+        [(c.description, c.verdict, c.message) for c in result.candidates],
+    )
     assert result.speedup and result.speedup > 1.02
     bundle = Path(result.bundle)  # type: ignore[arg-type]
     assert (bundle / "summary.json").is_file() and (bundle / "final-verdict.json").is_file()

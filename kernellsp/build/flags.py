@@ -30,24 +30,64 @@ from typing import Any
 
 #: Flags that take the next argument as their value (or join it with ``=``), kept with their value.
 _KEEP_WITH_VALUE = {
-    "-I": "-I", "--include-path": "-I", "-isystem": "-isystem", "--system-include": "-isystem",
-    "-D": "-D", "--define-macro": "-D", "-U": "-U", "--undefine-macro": "-U",
-    "-include": "-include", "--pre-include": "-include", "-std": "-std", "--std": "-std",
-    "-ccbin": "-ccbin", "--compiler-bindir": "-ccbin", "-maxrregcount": "-maxrregcount",
+    "-I": "-I",
+    "--include-path": "-I",
+    "-isystem": "-isystem",
+    "--system-include": "-isystem",
+    "-D": "-D",
+    "--define-macro": "-D",
+    "-U": "-U",
+    "--undefine-macro": "-U",
+    "-include": "-include",
+    "--pre-include": "-include",
+    "-std": "-std",
+    "--std": "-std",
+    "-ccbin": "-ccbin",
+    "--compiler-bindir": "-ccbin",
+    "-maxrregcount": "-maxrregcount",
     "--maxrregcount": "-maxrregcount",
-}  # fmt: skip
+}
 #: Flags without a value that change how the code reads or compiles, kept as written.
 _KEEP_BARE = {
-    "--expt-relaxed-constexpr", "-expt-relaxed-constexpr", "--extended-lambda", "-extended-lambda",
-    "--expt-extended-lambda", "-expt-extended-lambda", "--use_fast_math", "-use_fast_math",
-    "-rdc=true", "--relocatable-device-code=true", "-dc",
-}  # fmt: skip
+    "--expt-relaxed-constexpr",
+    "-expt-relaxed-constexpr",
+    "--extended-lambda",
+    "-extended-lambda",
+    "--expt-extended-lambda",
+    "-expt-extended-lambda",
+    "--use_fast_math",
+    "-use_fast_math",
+    "-rdc=true",
+    "--relocatable-device-code=true",
+    "-dc",
+}
 #: Flags kernellsp sets itself; in ``extra_flags`` they are refused (in a compile command they are dropped).
 OWN_FLAGS = (
-    "-o", "--output-file", "-c", "--compile", "-arch", "--gpu-architecture", "-gencode", "--generate-code",
-    "-code", "--gpu-code", "-cubin", "--cubin", "-ptx", "--ptx", "-E", "--preprocess", "-M", "-MM", "-MD", "-MF",
-    "-lineinfo", "--generate-line-info", "-x", "--x",
-)  # fmt: skip
+    "-o",
+    "--output-file",
+    "-c",
+    "--compile",
+    "-arch",
+    "--gpu-architecture",
+    "-gencode",
+    "--generate-code",
+    "-code",
+    "--gpu-code",
+    "-cubin",
+    "--cubin",
+    "-ptx",
+    "--ptx",
+    "-E",
+    "--preprocess",
+    "-M",
+    "-MM",
+    "-MD",
+    "-MF",
+    "-lineinfo",
+    "--generate-line-info",
+    "-x",
+    "--x",
+)
 
 
 class FlagsError(ValueError):
@@ -76,8 +116,9 @@ class BuildFlags:
     compile_commands: str | None = None
 
     @classmethod
-    def from_settings(cls, settings: Any, root: Path | None, include_dirs: Sequence[str] = (),
-                      defines: Sequence[str] = ()) -> BuildFlags:  # fmt: skip
+    def from_settings(
+        cls, settings: Any, root: Path | None, include_dirs: Sequence[str] = (), defines: Sequence[str] = ()
+    ) -> BuildFlags:
         """The settings' flags (relative include folders and database path from ``root``) plus the command line's
         (relative to the working directory); raises :class:`FlagsError` for an ``extra_flags`` entry kernellsp sets
         itself."""
@@ -85,15 +126,21 @@ class BuildFlags:
         for f in settings.extra_flags:
             name = f.split("=", 1)[0]
             if name in OWN_FLAGS:
-                raise FlagsError(f"setting 'extra_flags': {f!r} is kernellsp's own (it builds one cubin per file for the "
-                                 "arch setting); remove it")  # fmt: skip
+                raise FlagsError(
+                    f"setting 'extra_flags': {f!r} is kernellsp's own (it builds one cubin per file for the "
+                    "arch setting); remove it"
+                )
         incs = [str((base / d).resolve()) for d in settings.include_dirs]
         incs += [str(Path(d).resolve()) for d in include_dirs]
         db = settings.compile_commands
         if db is not None and db.strip().lower() != "none":
             db = str((base / db).resolve())
-        return cls(tuple(dict.fromkeys(incs)), (*settings.defines, *defines), tuple(settings.extra_flags),
-                   "none" if db is not None and db.strip().lower() == "none" else db)  # fmt: skip
+        return cls(
+            tuple(dict.fromkeys(incs)),
+            (*settings.defines, *defines),
+            tuple(settings.extra_flags),
+            "none" if db is not None and db.strip().lower() == "none" else db,
+        )
 
     def for_file(self, path: Path, root: Path | None = None) -> FileFlags:
         """The flags for ``path``: its compile command's, then the settings', then the command line's."""

@@ -95,7 +95,9 @@ class BuildResult:
             nvcc_version=d.get("nvcc_version"),
             resources=[KernelResources(**r) for r in d.get("resources", [])],
             messages=[CompilerMessage(**m) for m in d.get("messages", [])],
-            sass_lines={k: {int(ln): v for ln, v in lines.items()} for k, lines in d.get("sass_lines", {}).items()},
+            sass_lines={
+                k: {int(ln): v for ln, v in lines.items()} for k, lines in d.get("sass_lines", {}).items()
+            },
             sass_available=d.get("sass_available", False),
             error=d.get("error"),
             seconds=d.get("seconds", 0.0),
@@ -154,8 +156,12 @@ def parse_ptxas(text: str) -> list[KernelResources]:
     return [entries[k] for k in order]
 
 
-_NVCC_MSG = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<sev>error|warning|remark)(?: #(?P<code>[\w-]+))?: (?P<msg>.*)$")
-_GCC_MSG = re.compile(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<sev>fatal error|error|warning): (?P<msg>.*)$")
+_NVCC_MSG = re.compile(
+    r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<sev>error|warning|remark)(?: #(?P<code>[\w-]+))?: (?P<msg>.*)$"
+)
+_GCC_MSG = re.compile(
+    r"^(?P<file>[^:\s][^:]*):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<sev>fatal error|error|warning): (?P<msg>.*)$"
+)
 # `ptxas fatal   : ...` and `ptxas /tmp/x.ptx, line 23; error   : ...` (a PTX line, not a source line).
 _TOOL_MSG = re.compile(
     r"^(?P<tool>ptxas|nvcc|nvlink|cicc)\s*(?:\S[^;]*, line \d+;\s*)?(?P<sev>fatal|error|warning)\s*:\s*(?P<msg>.*)$"
@@ -175,9 +181,16 @@ def parse_compiler_output(text: str, source_path: str) -> list[CompilerMessage]:
             in_file = os.path.basename(m.group("file")) == base
             msg = m.group("msg").strip()
             code = m.groupdict().get("code")
-            out.append(CompilerMessage(sev, msg, int(m.group("line")) - 1 if in_file else None, code,
-                                       file=None if in_file else m.group("file"),
-                                       file_line=None if in_file else int(m.group("line"))))  # fmt: skip
+            out.append(
+                CompilerMessage(
+                    sev,
+                    msg,
+                    int(m.group("line")) - 1 if in_file else None,
+                    code,
+                    file=None if in_file else m.group("file"),
+                    file_line=None if in_file else int(m.group("line")),
+                )
+            )
             continue
         m = _TOOL_MSG.match(line)
         if m:
@@ -296,8 +309,9 @@ def _resolve_include(owner: Path, name: str, quoted: bool, search_dirs: list[Pat
     return None
 
 
-def include_graph(path: Path, lines: list[str], search_dirs: list[Path] | None = None,
-                  depth: int = 8) -> dict[Path, int]:  # fmt: skip
+def include_graph(
+    path: Path, lines: list[str], search_dirs: list[Path] | None = None, depth: int = 8
+) -> dict[Path, int]:
     """Every project header ``path`` includes (recursively, through ``"x.h"`` next to the including file or
     ``-I`` folders), mapped to the 0-based line of ``path``'s own ``#include`` that brings it in."""
     dirs = [Path(d) for d in (search_dirs or [])]
@@ -321,7 +335,9 @@ def include_graph(path: Path, lines: list[str], search_dirs: list[Path] | None =
     return found
 
 
-def local_includes(model: SourceModel, path: Path, depth: int = 4, search_dirs: list[Path] | None = None) -> list[Path]:
+def local_includes(
+    model: SourceModel, path: Path, depth: int = 4, search_dirs: list[Path] | None = None
+) -> list[Path]:
     """The project headers ``path`` includes (``"x.h"`` next to it, and through ``search_dirs``: the ``-I``
     folders), recursively, so edits to them invalidate the cache."""
     return list(include_graph(path, model.lines or model.text.split("\n"), search_dirs, depth))
@@ -332,12 +348,22 @@ class Cancelled(Exception):
 
 
 def run_tool(
-    cmd: list[str], timeout_s: float, cwd: Path | None = None, cancel: threading.Event | None = None,
+    cmd: list[str],
+    timeout_s: float,
+    cwd: Path | None = None,
+    cancel: threading.Event | None = None,
     env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run a tool, killing it on timeout (``subprocess.TimeoutExpired``) or when ``cancel`` is set."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env,
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + timeout_s
     while True:
         try:
@@ -388,9 +414,18 @@ def build(
     # nvcc reads these from the environment, so they change the build as much as the flags do.
     env_flags = [os.environ.get(v, "") for v in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")]
     key = cache.digest(
-        ANALYSIS_VERSION, nvcc, nvcc_version, arch, " ".join(flags), str(path.resolve().parent),
-        path.name, text, inc_bytes, "sass" if nvdisasm else "nosass", *env_flags,
-    )  # fmt: skip
+        ANALYSIS_VERSION,
+        nvcc,
+        nvcc_version,
+        arch,
+        " ".join(flags),
+        str(path.resolve().parent),
+        path.name,
+        text,
+        inc_bytes,
+        "sass" if nvdisasm else "nosass",
+        *env_flags,
+    )
     if use_cache:
         hit = cache.get("build", key)
         # A cached timeout stands for this limit or a lower one; a higher limit tries again.
@@ -411,22 +446,41 @@ def build(
             unit.write_text(f'#include "{path.name}"\n', encoding="utf-8")
         cubin = tmpdir / "out.cubin"
         cmd = [
-            nvcc, f"-arch={arch}", "-cubin", "-lineinfo", "-Xptxas", "-v", "-I", str(path.resolve().parent),
-            *flags, "-o", str(cubin), str(unit),
-        ]  # fmt: skip
+            nvcc,
+            f"-arch={arch}",
+            "-cubin",
+            "-lineinfo",
+            "-Xptxas",
+            "-v",
+            "-I",
+            str(path.resolve().parent),
+            *flags,
+            "-o",
+            str(cubin),
+            str(unit),
+        ]
         try:
             proc = run_tool(cmd, timeout_s, cwd=tmpdir, cancel=cancel)
         except subprocess.TimeoutExpired:
-            result = BuildResult(ok=False, arch=arch, nvcc_version=nvcc_version, timed_out=True, timeout_s=timeout_s,
-                                 error=f"nvcc did not finish within {timeout_s:g} s on {path.name}, so no register, spill "
-                                       "or occupancy data (source-level rules still ran); raise the build timeout "
-                                       "(build_timeout_s in kernellsp.toml [settings], kernellsp.budgets.buildTimeoutS "
-                                       "in the editor) or split the file", seconds=time.monotonic() - t0)  # fmt: skip
+            result = BuildResult(
+                ok=False,
+                arch=arch,
+                nvcc_version=nvcc_version,
+                timed_out=True,
+                timeout_s=timeout_s,
+                error=f"nvcc did not finish within {timeout_s:g} s on {path.name}, so no register, spill "
+                "or occupancy data (source-level rules still ran); raise the build timeout "
+                "(build_timeout_s in kernellsp.toml [settings], kernellsp.budgets.buildTimeoutS "
+                "in the editor) or split the file",
+                seconds=time.monotonic() - t0,
+            )
             if use_cache:
                 cache.put("build", key, result.to_dict())
             return result
         except OSError as exc:
-            return BuildResult(ok=False, arch=arch, nvcc_version=nvcc_version, error=f"cannot run nvcc: {exc}")
+            return BuildResult(
+                ok=False, arch=arch, nvcc_version=nvcc_version, error=f"cannot run nvcc: {exc}"
+            )
         output = proc.stdout + "\n" + proc.stderr
         messages = parse_compiler_output(proc.stderr + "\n" + proc.stdout, str(src))
         for m in messages:
@@ -463,4 +517,6 @@ def match_kernel(mangled: str, name: str) -> bool:
     if name not in mangled:  # cheap pre-check: files with thousands of kernels match K x R pairs
         return False
     # The Itanium ABI writes each name component as <length><identifier>; the length pins the match.
-    return mangled.startswith("_Z") and re.search(rf"(?<!\d){len(name)}{re.escape(name)}", mangled) is not None
+    return (
+        mangled.startswith("_Z") and re.search(rf"(?<!\d){len(name)}{re.escape(name)}", mangled) is not None
+    )

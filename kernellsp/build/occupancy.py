@@ -31,10 +31,24 @@ class ArchLimits:
 
 
 ARCHS: dict[str, ArchLimits] = {
-    "sm_70": ArchLimits("sm_70", 64, 32, smem_per_sm=98304, max_smem_per_block=98304, smem_alloc_unit=256,
-                        smem_reserved_per_block=0),
-    "sm_75": ArchLimits("sm_75", 32, 16, smem_per_sm=65536, max_smem_per_block=65536, smem_alloc_unit=256,
-                        smem_reserved_per_block=0),
+    "sm_70": ArchLimits(
+        "sm_70",
+        64,
+        32,
+        smem_per_sm=98304,
+        max_smem_per_block=98304,
+        smem_alloc_unit=256,
+        smem_reserved_per_block=0,
+    ),
+    "sm_75": ArchLimits(
+        "sm_75",
+        32,
+        16,
+        smem_per_sm=65536,
+        max_smem_per_block=65536,
+        smem_alloc_unit=256,
+        smem_reserved_per_block=0,
+    ),
     "sm_80": ArchLimits("sm_80", 64, 32, smem_per_sm=167936, max_smem_per_block=166912),
     "sm_86": ArchLimits("sm_86", 48, 16, smem_per_sm=102400, max_smem_per_block=101376),
     "sm_87": ArchLimits("sm_87", 48, 16, smem_per_sm=167936, max_smem_per_block=166912),
@@ -43,7 +57,7 @@ ARCHS: dict[str, ArchLimits] = {
     "sm_90a": ArchLimits("sm_90a", 64, 32),
     "sm_100": ArchLimits("sm_100", 64, 32),
     "sm_120": ArchLimits("sm_120", 48, 24, smem_per_sm=102400, max_smem_per_block=101376),
-}  # fmt: skip
+}
 
 Limiter = Literal["registers", "shared_memory", "warps", "blocks", "invalid"]
 
@@ -77,7 +91,9 @@ def arch_limits(arch: str) -> ArchLimits:
         return ARCHS[key]
     digits = int("".join(ch for ch in key if ch.isdigit()) or 90)
     # Sort on the number only: sm_90 and sm_90a share one, and ArchLimits do not order.
-    known = sorted(((int("".join(c for c in k if c.isdigit())), v) for k, v in ARCHS.items()), key=lambda kv: kv[0])
+    known = sorted(
+        ((int("".join(c for c in k if c.isdigit())), v) for k, v in ARCHS.items()), key=lambda kv: kv[0]
+    )
     best = known[0][1]
     for num, lim in known:
         if num <= digits:
@@ -98,7 +114,9 @@ def compute(arch: str, block_size: int, registers: int, static_smem: int, dynami
     elif smem > lim.max_smem_per_block:
         invalid = f"{smem} bytes of shared memory per block exceed {lim.max_smem_per_block}"
     if invalid:
-        return Occupancy(arch, block_size, registers, smem, 0, 0, lim.max_warps, 0.0, "invalid", 0, 0, 0, 0, invalid)
+        return Occupancy(
+            arch, block_size, registers, smem, 0, 0, lim.max_warps, 0.0, "invalid", 0, 0, 0, 0, invalid
+        )
 
     limit_warps = lim.max_warps // warps_per_block
     regs_per_warp = math.ceil(max(registers, 1) * 32 / lim.reg_alloc_unit) * lim.reg_alloc_unit

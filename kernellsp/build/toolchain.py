@@ -141,7 +141,9 @@ def arch_problem(arch: str) -> str | None:
     if codes is None or f"sm_{m.group(1)}" in codes:
         return None
     listed = ", ".join(sorted(codes, key=lambda c: int(_ARCH_RE.match(c).group(1))))  # type: ignore[union-attr]
-    return f"nvcc {tool_version('nvcc') or ''} does not build {a} (it builds {listed})".replace("nvcc  ", "nvcc ")
+    return f"nvcc {tool_version('nvcc') or ''} does not build {a} (it builds {listed})".replace(
+        "nvcc  ", "nvcc "
+    )
 
 
 @cache
@@ -242,8 +244,10 @@ def query_gpu() -> GpuInfo | str:
     try:
         proc = subprocess.run(
             [smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=20,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"nvidia-smi failed: {exc}"
     if proc.returncode != 0 or not proc.stdout.strip():

@@ -93,17 +93,24 @@ _PLAIN = (str, int, float, bool, type(None))
 
 def _jsonable(value: dict[str, Any]) -> dict[str, Any]:
     """``value`` unchanged when it is already plain JSON (the usual case), else a JSON round trip."""
-    if all(isinstance(v, _PLAIN) or (isinstance(v, dict) and all(isinstance(x, _PLAIN) for x in v.values()))
-           for v in value.values()):  # fmt: skip
+    if all(
+        isinstance(v, _PLAIN) or (isinstance(v, dict) and all(isinstance(x, _PLAIN) for x in v.values()))
+        for v in value.values()
+    ):
         return value
     out: dict[str, Any] = json.loads(json.dumps(value, default=str))
     return out
 
 
 def diagnostic(
-    finding: Finding, uri: str, mapper: RangeMapper, rules: RuleSet | None, *,
-    code_description: bool = True, related_information: bool = True,
-) -> dict[str, Any]:  # fmt: skip
+    finding: Finding,
+    uri: str,
+    mapper: RangeMapper,
+    rules: RuleSet | None,
+    *,
+    code_description: bool = True,
+    related_information: bool = True,
+) -> dict[str, Any]:
     """One finding as an LSP ``Diagnostic`` (wire format): code, link, severity, ``data``, fix hint."""
     rng = mapper.range_to_client(finding.range)
     rule = rules.get(finding.code) if rules is not None else None
@@ -119,6 +126,7 @@ def diagnostic(
         d["codeDescription"] = {"href": href}
     if finding.fix and related_information:
         d["relatedInformation"] = [{"location": {"uri": uri, "range": rng}, "message": f"fix: {finding.fix}"}]
-    d["data"] = _jsonable({"code": finding.code, "kernel": finding.kernel, "evidence": finding.evidence,
-                           "fix": finding.fix})  # fmt: skip
+    d["data"] = _jsonable(
+        {"code": finding.code, "kernel": finding.kernel, "evidence": finding.evidence, "fix": finding.fix}
+    )
     return d

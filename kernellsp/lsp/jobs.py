@@ -187,9 +187,16 @@ class JobManager:
     # Public API
 
     def start(
-        self, uri: str, kind: str, title: str, coro_factory: JobFactory, *, delay_s: float = 0.0,
-        progress: bool = True, cancellable: bool = True,
-    ) -> asyncio.Task[Any]:  # fmt: skip
+        self,
+        uri: str,
+        kind: str,
+        title: str,
+        coro_factory: JobFactory,
+        *,
+        delay_s: float = 0.0,
+        progress: bool = True,
+        cancellable: bool = True,
+    ) -> asyncio.Task[Any]:
         """Start ``coro_factory(progress, cancel_event)`` as the (uri, kind) job; cancel the older one.
 
         ``delay_s`` waits before doing anything (a debounce: a newer start within the delay
@@ -206,8 +213,9 @@ class JobManager:
             self._cancel_job(old, "superseded")
         job = Job(uri=uri, kind=kind, title=title)
         job.reporter = ProgressReporter(job, loop)
-        task = loop.create_task(self._run(job, coro_factory, delay_s, progress, cancellable),
-                                name=f"kernellsp-{kind}:{uri}")  # fmt: skip
+        task = loop.create_task(
+            self._run(job, coro_factory, delay_s, progress, cancellable), name=f"kernellsp-{kind}:{uri}"
+        )
         job.task = task
         self._current[key] = job
         self._tasks.add(task)
@@ -242,7 +250,9 @@ class JobManager:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, functools.partial(fn, *args, **kwargs))
 
-    async def run_in_process(self, fn: Callable[..., T], *args: Any, with_cancel: bool = False, **kwargs: Any) -> T:
+    async def run_in_process(
+        self, fn: Callable[..., T], *args: Any, with_cancel: bool = False, **kwargs: Any
+    ) -> T:
         """Run picklable ``fn`` in a worker process; ``with_cancel`` passes ``cancel=`` (an Event-like flag).
 
         Cancelling the awaiting task (which :meth:`start`'s cancellation does) sets the flag.
@@ -318,7 +328,9 @@ class JobManager:
         api.begin(token, types.WorkDoneProgressBegin(title=job.title, cancellable=cancellable, percentage=0))
         return token
 
-    async def _run(self, job: Job, factory: JobFactory, delay_s: float, progress: bool, cancellable: bool) -> Any:
+    async def _run(
+        self, job: Job, factory: JobFactory, delay_s: float, progress: bool, cancellable: bool
+    ) -> Any:
         token: str | None = None
         assert job.reporter is not None
         try:
@@ -365,6 +377,8 @@ class JobManager:
         line = f"kernellsp: {job.title} failed: {type(exc).__name__}{': ' + first if first else ''}"
         try:
             self.server.window_log_message(types.LogMessageParams(type=types.MessageType.Error, message=tb))
-            self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=line))
+            self.server.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Error, message=line)
+            )
         except Exception:
             log.debug("could not tell the client", exc_info=True)

@@ -24,7 +24,9 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 def setup_logging(log_file: Path | None, level: str = "info") -> None:
     """Log to ``log_file`` (appending) or stderr; pygls' per-message chatter only at debug."""
     handler: logging.Handler = (
-        logging.FileHandler(log_file, encoding="utf-8") if log_file is not None else logging.StreamHandler(sys.stderr)
+        logging.FileHandler(log_file, encoding="utf-8")
+        if log_file is not None
+        else logging.StreamHandler(sys.stderr)
     )
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     root = logging.getLogger()
@@ -41,8 +43,13 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(0)
 
 
-def run(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087, log_file: Path | None = None,
-        log_level: str = "info") -> int:  # fmt: skip
+def run(
+    tcp: bool = False,
+    host: str = "127.0.0.1",
+    port: int = 2087,
+    log_file: Path | None = None,
+    log_level: str = "info",
+) -> int:
     """Run the server until the client goes away; returns the process exit code."""
     setup_logging(log_file, log_level)
     from kernellsp.lsp import create_server

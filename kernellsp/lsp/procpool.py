@@ -100,7 +100,9 @@ def _init_worker(flags: Any, server_pid: int) -> None:
     threading.Thread(target=_watch_server, args=(server_pid,), name="kernellsp-watch", daemon=True).start()
 
 
-def _call(slot: int, with_cancel: bool, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _call(
+    slot: int, with_cancel: bool, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
     if with_cancel:
         kwargs = {**kwargs, "cancel": CancelFlag(_FLAGS, slot)}
     return fn(*args, **kwargs)
@@ -137,9 +139,11 @@ class ProcessPool:
         if self._executor is None:
             self._flags = multiprocessing.sharedctypes.RawArray("b", SLOTS)
             self._executor = ProcessPoolExecutor(
-                max_workers=self._max_workers, mp_context=self._ctx, initializer=_init_worker,
+                max_workers=self._max_workers,
+                mp_context=self._ctx,
+                initializer=_init_worker,
                 initargs=(self._flags, os.getpid()),
-            )  # fmt: skip
+            )
         return self._executor
 
     def warm(self) -> None:
@@ -175,8 +179,9 @@ class ProcessPool:
             self._reset()
             return await self._run_once(fn, args, kwargs, with_cancel)
 
-    async def _run_once(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any],
-                        with_cancel: bool) -> T:  # fmt: skip
+    async def _run_once(
+        self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any], with_cancel: bool
+    ) -> T:
         pool = self._pool()
         slot = self._acquire()
         try:

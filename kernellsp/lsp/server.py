@@ -153,9 +153,11 @@ class KernelLspServer(LanguageServer):
 
     def __init__(self) -> None:
         super().__init__(
-            "kernellsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            "kernellsp",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             protocol_cls=KernelLspProtocol,
-        )  # fmt: skip
+        )
         self.jobs = JobManager(self)
         self.results: dict[str, CheckResult] = {}
         #: The last profile (:class:`kernellsp.profile.ncu.ProfileOutcome`) per document, and the document
@@ -202,7 +204,9 @@ class KernelLspServer(LanguageServer):
                 if runner is not None:
                     # Other kernellsp jobs on the GPU (a terminal's optimize, CI) queue behind the editor's and see
                     # who holds it; the editor's jobs wait for theirs in line too, logged, cancellable by the job.
-                    runner.job_label = f"the kernellsp language server (workspace {self.workspace_root() or '?'})"
+                    runner.job_label = (
+                        f"the kernellsp language server (workspace {self.workspace_root() or '?'})"
+                    )
                     runner.gpu_wait_s = self.settings.gpu_wait_timeout_s or None
                     runner.on_gpu_wait = lambda m: log.info("%s", m)
                 self._runners[key] = (runner, problem)
@@ -219,7 +223,9 @@ class KernelLspServer(LanguageServer):
         enc = self.workspace.position_encoding or types.PositionEncodingKind.Utf16
         return enc.value if isinstance(enc, types.PositionEncodingKind) else str(enc)
 
-    def publish_layer(self, uri: str, layer: str, version: int | None, diagnostics: list[dict[str, Any]]) -> None:
+    def publish_layer(
+        self, uri: str, layer: str, version: int | None, diagnostics: list[dict[str, Any]]
+    ) -> None:
         """Replace one layer of a document's diagnostics (``"check"``; later ``"profile"``...) and
         publish all layers together, since a publication replaces everything the client shows.
 
@@ -233,7 +239,9 @@ class KernelLspServer(LanguageServer):
         merged = [d for _, diags in layers.values() for d in diags]
         self.publish_raw_diagnostics(uri, version, merged)
 
-    def publish_raw_diagnostics(self, uri: str, version: int | None, diagnostics: list[dict[str, Any]]) -> None:
+    def publish_raw_diagnostics(
+        self, uri: str, version: int | None, diagnostics: list[dict[str, Any]]
+    ) -> None:
         """Publish diagnostics already in wire format (large files: no per-item conversion here)."""
         params: dict[str, Any] = {"uri": uri, "diagnostics": diagnostics}
         if version is not None:
@@ -330,8 +338,11 @@ class KernelLspServer(LanguageServer):
         try:
             if len(text) > 200:
                 text = text[:197] + "..."
-            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error,
-                                                             message=f"kernellsp: {text} (details in the server log)"))  # fmt: skip
+            self.window_show_message(
+                types.ShowMessageParams(
+                    type=types.MessageType.Error, message=f"kernellsp: {text} (details in the server log)"
+                )
+            )
         except Exception:
             log.debug("could not show the error", exc_info=True)
         finally:

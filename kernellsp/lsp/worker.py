@@ -69,9 +69,14 @@ def _test_delay() -> float:
 
 
 def check_document(
-    uri: str, path: Path, text: str, settings: Settings, workspace: Path | None, client: ClientOptions,
+    uri: str,
+    path: Path,
+    text: str,
+    settings: Settings,
+    workspace: Path | None,
+    client: ClientOptions,
     cancel: Any = None,
-) -> CheckOutcome:  # fmt: skip
+) -> CheckOutcome:
     """Check ``text`` as the content of ``path`` and build its diagnostics.
 
     ``cancel`` is a :class:`threading.Event` or a :class:`~kernellsp.lsp.procpool.CancelFlag`;
@@ -94,12 +99,23 @@ def check_document(
         notes.append(f"nvcc not found, so only source-level rules ran: {toolchain.INSTALL_HINTS['nvcc']}")
     try:
         flags, selection = project_options(settings, root)
-    except CheckError as exc:  # a bad flag or rule code: said once, and the file is still checked without them
+    except (
+        CheckError
+    ) as exc:  # a bad flag or rule code: said once, and the file is still checked without them
         notes.append(str(exc))
         flags, selection = None, None
-    options = CheckOptions(arch=settings.arch, build=nvcc, build_timeout_s=settings.build_timeout_s,
-                           workspace=root, cancel=flag, flags=flags, selection=selection)  # fmt: skip
-    report = check_text(path, text, options, ruleset, ws_specs, origin, ws_invalid={i.entry for i in issues if i.entry})
+    options = CheckOptions(
+        arch=settings.arch,
+        build=nvcc,
+        build_timeout_s=settings.build_timeout_s,
+        workspace=root,
+        cancel=flag,
+        flags=flags,
+        selection=selection,
+    )
+    report = check_text(
+        path, text, options, ruleset, ws_specs, origin, ws_invalid={i.entry for i in issues if i.entry}
+    )
     if report.build is not None and report.build.error:
         notes.append(f"build of {path.name}: {report.build.error}")
     # Findings on kernellsp.toml (a bad [kernels.X] table, a kernel name no file defines) go to that file.
@@ -113,18 +129,43 @@ def check_document(
         except OSError:
             olines = []
         omapper = RangeMapper(client.position_encoding, olines)
-        other[opath] = [diagnostic(f, Path(opath).as_uri(), omapper, ruleset, code_description=client.code_description,
-                                   related_information=client.related_information)
-                        for f in sorted({(f.range.start_line, f.code, f.message): f for f in elsewhere
-                                         if f.path == opath}.values(), key=lambda f: f.sort_key())]  # fmt: skip
+        other[opath] = [
+            diagnostic(
+                f,
+                Path(opath).as_uri(),
+                omapper,
+                ruleset,
+                code_description=client.code_description,
+                related_information=client.related_information,
+            )
+            for f in sorted(
+                {(f.range.start_line, f.code, f.message): f for f in elsewhere if f.path == opath}.values(),
+                key=lambda f: f.sort_key(),
+            )
+        ]
     lines = report.model.lines if report.model is not None else []
     mapper = RangeMapper(client.position_encoding, lines)
-    diags = [diagnostic(f, uri, mapper, ruleset, code_description=client.code_description,
-                        related_information=client.related_information) for f in report.findings]  # fmt: skip
+    diags = [
+        diagnostic(
+            f,
+            uri,
+            mapper,
+            ruleset,
+            code_description=client.code_description,
+            related_information=client.related_information,
+        )
+        for f in report.findings
+    ]
     if report.model is not None:
         report.model.tree = None
-    return CheckOutcome(report=report, rules=ruleset, diagnostics=diags, notes=notes, seconds=time.monotonic() - t0,
-                        other_files=other)  # fmt: skip
+    return CheckOutcome(
+        report=report,
+        rules=ruleset,
+        diagnostics=diags,
+        notes=notes,
+        seconds=time.monotonic() - t0,
+        other_files=other,
+    )
 
 
 def parse_document(text: str, path: str) -> SourceModel:

@@ -88,8 +88,9 @@ class EntryOutcome:
         return asdict(self)
 
 
-def outcome_of(job: EntryJob, result: OptimizeResult | None, error: str | None, wall_s: float,
-               gpu: str | None = None) -> EntryOutcome:  # fmt: skip
+def outcome_of(
+    job: EntryJob, result: OptimizeResult | None, error: str | None, wall_s: float, gpu: str | None = None
+) -> EntryOutcome:
     """The summary row of one entry's run (``error``: it could not run)."""
     if result is None:
         kind = "cancelled" if error == "cancelled" else "error"
@@ -117,8 +118,21 @@ def outcome_of(job: EntryJob, result: OptimizeResult | None, error: str | None, 
         )
         message = f"stopped: {result.stop_reason}"
         best_ms = base_ms
-    return EntryOutcome(str(job.path), job.entry, verdict, result.accepted, base_ms, best_ms, result.speedup,
-                        wall_s, gpu, message, result.bundle, len(result.candidates), result.rounds_run)  # fmt: skip
+    return EntryOutcome(
+        str(job.path),
+        job.entry,
+        verdict,
+        result.accepted,
+        base_ms,
+        best_ms,
+        result.speedup,
+        wall_s,
+        gpu,
+        message,
+        result.bundle,
+        len(result.candidates),
+        result.rounds_run,
+    )
 
 
 def _assign_groups(jobs: list[EntryJob], groups: dict[str, int]) -> list[str]:
@@ -167,8 +181,17 @@ def optimize_all(
         run_on = runner.for_model(models[i]) if models[i] is not None else runner  # type: ignore[attr-defined]
         say = (lambda m, _p: progress(job, m)) if progress is not None else None
         try:
-            result = optimize(job.path, job.text, job.entry, run_on, proposers(job), options(job),
-                              findings(job) if findings is not None else None, cancel=cancel, progress=say)  # fmt: skip
+            result = optimize(
+                job.path,
+                job.text,
+                job.entry,
+                run_on,
+                proposers(job),
+                options(job),
+                findings(job) if findings is not None else None,
+                cancel=cancel,
+                progress=say,
+            )
             out = outcome_of(job, result, None, time.monotonic() - t0, models[i])
         except Exception as exc:
             from kernellsp.build.nvcc import Cancelled
@@ -207,16 +230,29 @@ def _x(v: float | None) -> str:
 
 def _totals(outcomes: list[EntryOutcome]) -> dict[str, Any]:
     accepted = [o for o in outcomes if o.accepted]
-    return {"entries": len(outcomes), "accepted": len(accepted),
-            "errors": sum(o.verdict == "error" for o in outcomes),
-            "wall_s_sum": round(sum(o.wall_s for o in outcomes), 1)}  # fmt: skip
+    return {
+        "entries": len(outcomes),
+        "accepted": len(accepted),
+        "errors": sum(o.verdict == "error" for o in outcomes),
+        "wall_s_sum": round(sum(o.wall_s for o in outcomes), 1),
+    }
 
 
 def summary_text(outcomes: list[EntryOutcome], wall_s: float | None = None) -> str:
     """The table as aligned text (one row per entry) with a totals line."""
     head = ("entry", "GPU", "baseline ms", "best ms", "speedup", "verdict", "wall s")
-    rows = [(f"{o.path}:{o.entry}", o.gpu or "-", _ms(o.baseline_ms), _ms(o.best_ms), _x(o.speedup), o.verdict,
-             f"{o.wall_s:.1f}") for o in outcomes]  # fmt: skip
+    rows = [
+        (
+            f"{o.path}:{o.entry}",
+            o.gpu or "-",
+            _ms(o.baseline_ms),
+            _ms(o.best_ms),
+            _x(o.speedup),
+            o.verdict,
+            f"{o.wall_s:.1f}",
+        )
+        for o in outcomes
+    ]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     right = {2, 3, 4, 6}
 
@@ -236,8 +272,9 @@ def summary_text(outcomes: list[EntryOutcome], wall_s: float | None = None) -> s
     return "\n".join([*(ln.rstrip() for ln in out), tail, *why]) + "\n"
 
 
-def summary_json(outcomes: list[EntryOutcome], wall_s: float | None = None,
-                 extra: dict[str, Any] | None = None) -> str:  # fmt: skip
+def summary_json(
+    outcomes: list[EntryOutcome], wall_s: float | None = None, extra: dict[str, Any] | None = None
+) -> str:
     """The table as JSON: ``{"entries": [...], "totals": {...}}`` (plus ``extra``, e.g. the pool)."""
     doc: dict[str, Any] = {
         "entries": [o.to_dict() for o in outcomes],
@@ -256,24 +293,38 @@ def summary_html(outcomes: list[EntryOutcome], title: str, wall_s: float | None 
     rows = []
     for o in outcomes:
         cls = "ok" if o.accepted else "err" if o.verdict == "error" else ""
-        rows.append(f"<tr class='{cls}'><td><code>{esc(o.path)}</code></td><td><code>{esc(o.entry)}</code></td>"
-                    f"<td>{esc(o.gpu or '-')}</td><td class='n'>{_ms(o.baseline_ms)}</td><td class='n'>{_ms(o.best_ms)}</td>"
-                    f"<td class='n'>{_x(o.speedup)}</td><td>{esc(o.verdict)}</td><td class='n'>{o.wall_s:.1f}</td>"
-                    f"<td class='muted'>{esc(o.message[:300])}</td></tr>")  # fmt: skip
+        rows.append(
+            f"<tr class='{cls}'><td><code>{esc(o.path)}</code></td><td><code>{esc(o.entry)}</code></td>"
+            f"<td>{esc(o.gpu or '-')}</td><td class='n'>{_ms(o.baseline_ms)}</td><td class='n'>{_ms(o.best_ms)}</td>"
+            f"<td class='n'>{_x(o.speedup)}</td><td>{esc(o.verdict)}</td><td class='n'>{o.wall_s:.1f}</td>"
+            f"<td class='muted'>{esc(o.message[:300])}</td></tr>"
+        )
     sub = f"{t['accepted']} of {t['entries']} entries faster (verified)" + (
         f"; {wall_s:.1f} s in all" if wall_s else ""
     )
-    css = _CSS + "td.n{text-align:right;font-variant-numeric:tabular-nums}tr.ok td{background:#eef8ee}" \
-                 "tr.err td{background:#fdf0f0}table.summary td{border-bottom:1px solid #eee}"  # fmt: skip
-    return ("<!doctype html><html><head><meta charset='utf-8'>"
-            f"<title>{esc(title)}</title><style>{css}</style></head><body>"
-            f"<header><h1>{esc(title)}</h1><p>{esc(sub)}</p></header><main><table class='summary'>"
-            "<tr><th>file</th><th>entry</th><th>GPU</th><th>baseline ms</th><th>best ms</th><th>speedup</th>"
-            "<th>verdict</th><th>wall s</th><th>message</th></tr>" + "".join(rows) + "</table></main>"
-            "<footer>Every speedup is the final verification of the entry's champion against its original file "
-            "(every seed and shape, compute-sanitizer, A/B timing on one GPU); evidence bundles in "
-            ".kernellsp/runs/.</footer></body></html>\n")  # fmt: skip
+    css = (
+        _CSS + "td.n{text-align:right;font-variant-numeric:tabular-nums}tr.ok td{background:#eef8ee}"
+        "tr.err td{background:#fdf0f0}table.summary td{border-bottom:1px solid #eee}"
+    )
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>{esc(title)}</title><style>{css}</style></head><body>"
+        f"<header><h1>{esc(title)}</h1><p>{esc(sub)}</p></header><main><table class='summary'>"
+        "<tr><th>file</th><th>entry</th><th>GPU</th><th>baseline ms</th><th>best ms</th><th>speedup</th>"
+        "<th>verdict</th><th>wall s</th><th>message</th></tr>" + "".join(rows) + "</table></main>"
+        "<footer>Every speedup is the final verification of the entry's champion against its original file "
+        "(every seed and shape, compute-sanitizer, A/B timing on one GPU); evidence bundles in "
+        ".kernellsp/runs/.</footer></body></html>\n"
+    )
 
 
-__all__ = ["EntryJob", "EntryOutcome", "find_entries", "optimize_all", "outcome_of", "summary_html", "summary_json",
-           "summary_text"]  # fmt: skip
+__all__ = [
+    "EntryJob",
+    "EntryOutcome",
+    "find_entries",
+    "optimize_all",
+    "outcome_of",
+    "summary_html",
+    "summary_json",
+    "summary_text",
+]

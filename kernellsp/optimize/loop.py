@@ -114,15 +114,25 @@ class OptimizeResult:
 
     def summary(self) -> dict[str, Any]:
         return {
-            "path": self.path, "entry": self.entry, "accepted": self.accepted, "speedup": self.speedup,
+            "path": self.path,
+            "entry": self.entry,
+            "accepted": self.accepted,
+            "speedup": self.speedup,
             "final_verdict": self.final.kind if self.final else None,
             "final_message": self.final.message if self.final else None,
             "final_stats": self.final.stats if self.final else None,
-            "roofline": {k: v for k, v in (self.final.details if self.final else {}).items() if "roofline" in k},
-            "rounds": self.rounds_run, "stop_reason": self.stop_reason, "bundle": self.bundle, "winners": self.winners,
-            "wall_s": self.wall_s, "candidates": [asdict(c) for c in self.candidates],
-            "environment": self.environment, "verify_options": self.verify_options,
-        }  # fmt: skip
+            "roofline": {
+                k: v for k, v in (self.final.details if self.final else {}).items() if "roofline" in k
+            },
+            "rounds": self.rounds_run,
+            "stop_reason": self.stop_reason,
+            "bundle": self.bundle,
+            "winners": self.winners,
+            "wall_s": self.wall_s,
+            "candidates": [asdict(c) for c in self.candidates],
+            "environment": self.environment,
+            "verify_options": self.verify_options,
+        }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -153,8 +163,15 @@ class Memory:
         except (OSError, ValueError):
             data = None
         records = data.get("records") if isinstance(data, dict) else None
-        return [r for r in records if isinstance(r, dict) and isinstance(r.get("file"), str)
-                and isinstance(r.get("entry"), str)] if isinstance(records, list) else []  # fmt: skip
+        return (
+            [
+                r
+                for r in records
+                if isinstance(r, dict) and isinstance(r.get("file"), str) and isinstance(r.get("entry"), str)
+            ]
+            if isinstance(records, list)
+            else []
+        )
 
     def tried(self, file: str, entry: str) -> list[dict[str, Any]]:
         return [r for r in self.records if r.get("file") == file and r.get("entry") == entry]
@@ -210,18 +227,28 @@ def default_proposers(settings: Any, ruleset: rulesmod.RuleSet | None, which: st
 
         out.append(LlmProposer(settings.llm, ruleset))
     elif which == "llm":
-        raise OptimizeError("--proposer llm needs llm.base_url and llm.model (kernellsp.toml [settings] or "
-                            "KERNELLSP_LLM_BASE_URL / KERNELLSP_LLM_MODEL)")  # fmt: skip
+        raise OptimizeError(
+            "--proposer llm needs llm.base_url and llm.model (kernellsp.toml [settings] or "
+            "KERNELLSP_LLM_BASE_URL / KERNELLSP_LLM_MODEL)"
+        )
     if which in ("auto", "tuner"):
         out.append(Tuner())
     return out
 
 
 def optimize(
-    path: Path, text: str, entry: str, runner: Runner, proposers: list[Proposer],
-    options: OptimizeOptions | None = None, findings: list[Finding] | None = None,
-    profile: dict[str, Any] | None = None, environment: dict[str, Any] | None = None,
-    cancel: threading.Event | None = None, progress: Progress | None = None, on_event: Event | None = None,
+    path: Path,
+    text: str,
+    entry: str,
+    runner: Runner,
+    proposers: list[Proposer],
+    options: OptimizeOptions | None = None,
+    findings: list[Finding] | None = None,
+    profile: dict[str, Any] | None = None,
+    environment: dict[str, Any] | None = None,
+    cancel: threading.Event | None = None,
+    progress: Progress | None = None,
+    on_event: Event | None = None,
     bundle_root: Path | None = None,
 ) -> OptimizeResult:
     """Run the loop on ``entry`` of ``path`` (whose current text is ``text``)."""
@@ -233,16 +260,23 @@ def optimize(
     opts.verify.min_gain_pct = opts.min_gain_pct
     # Rounds only select a champion: one seed and no sanitizer keep them quick. The final verification
     # of the champion against the original runs every gate in full.
-    round_opts = VerifyOptions(**{**asdict(opts.verify), "seeds": min(opts.round_seeds, opts.verify.seeds),
-                                  "sanitize": opts.round_sanitize and opts.verify.sanitize,
-                                  "sanitize_all_shapes": False})  # fmt: skip
+    round_opts = VerifyOptions(
+        **{
+            **asdict(opts.verify),
+            "seeds": min(opts.round_seeds, opts.verify.seeds),
+            "sanitize": opts.round_sanitize and opts.verify.sanitize,
+            "sanitize_all_shapes": False,
+        }
+    )
     say = progress or (lambda _m, _p: None)
     emit = on_event or (lambda _e: None)
     t0 = time.monotonic()
     model = parse_source(text, str(path))
     bound = specmod.entry_spec(model, entry)
     if bound is None:
-        raise OptimizeError(f"{entry} has no launch spec: add one above it (the 'Add launch spec' code action drafts it)")
+        raise OptimizeError(
+            f"{entry} has no launch spec: add one above it (the 'Add launch spec' code action drafts it)"
+        )
     if not proposers:
         raise OptimizeError("no proposer is available")
     env = environment or runner_environment(runner)
@@ -275,10 +309,19 @@ def optimize(
         cmodel = parse_source(champion, str(path))
         cbound = specmod.entry_spec(cmodel, entry)
         assert cbound is not None  # the scope gate refuses a candidate without the entry's spec
-        tried = memory.tried(rel, entry) + [{"key": r.key, "transform": r.description, "verdict": r.verdict,
-                                            "description": r.description, "speedup": r.speedup_vs_champion}
-                                           for r in records]  # fmt: skip
-        ctx = ProposalContext(str(path), champion, text, entry, cmodel, cbound, list(findings or []), profile, tried, rnd)
+        tried = memory.tried(rel, entry) + [
+            {
+                "key": r.key,
+                "transform": r.description,
+                "verdict": r.verdict,
+                "description": r.description,
+                "speedup": r.speedup_vs_champion,
+            }
+            for r in records
+        ]
+        ctx = ProposalContext(
+            str(path), champion, text, entry, cmodel, cbound, list(findings or []), profile, tried, rnd
+        )
         cands: list[Candidate] = []
         for p in proposers:
             if len(cands) >= opts.candidates:
@@ -296,14 +339,33 @@ def optimize(
             break
         best: tuple[float, Candidate, Verdict] | None = None
 
-        def check(i: int, cand: Candidate, base: str = champion, rnd: int = rnd, n: int = len(cands)) -> tuple[Verdict, float]:
-            emit({"event": "candidate", "round": rnd, "index": i, "of": n, "description": cand.description,
-                  "proposer": cand.proposer})  # fmt: skip
+        def check(
+            i: int, cand: Candidate, base: str = champion, rnd: int = rnd, n: int = len(cands)
+        ) -> tuple[Verdict, float]:
+            emit(
+                {
+                    "event": "candidate",
+                    "round": rnd,
+                    "index": i,
+                    "of": n,
+                    "description": cand.description,
+                    "proposer": cand.proposer,
+                }
+            )
             c0 = time.monotonic()
             label = f"round {rnd}, candidate {i + 1}/{n} ({cand.description})"
             try:
-                v = verify(path, base, cand.text, entry, runner, round_opts, env, cancel,
-                           lambda msg, pct: say(f"{label}: {msg}", pct))
+                v = verify(
+                    path,
+                    base,
+                    cand.text,
+                    entry,
+                    runner,
+                    round_opts,
+                    env,
+                    cancel,
+                    lambda msg, pct: say(f"{label}: {msg}", pct),
+                )
             except VerifyError as exc:
                 v = Verdict("error", False, str(exc), entry)
             return v, time.monotonic() - c0
@@ -319,24 +381,57 @@ def optimize(
                 cancel.set()
                 raise
         for i, (cand, (v, secs)) in enumerate(zip(cands, outcomes, strict=True)):
-            rec = CandidateRecord(rnd, i, cand.key, cand.description, cand.proposer, cand.rules, cand.predicted_gain_pct,
-                                  v.kind, v.message, v.speedup, secs,
-                                  v.stats["baseline_median_ms"] if v.stats else None,
-                                  v.stats["candidate_median_ms"] if v.stats else None)  # fmt: skip
+            rec = CandidateRecord(
+                rnd,
+                i,
+                cand.key,
+                cand.description,
+                cand.proposer,
+                cand.rules,
+                cand.predicted_gain_pct,
+                v.kind,
+                v.message,
+                v.speedup,
+                secs,
+                v.stats["baseline_median_ms"] if v.stats else None,
+                v.stats["candidate_median_ms"] if v.stats else None,
+            )
             records.append(rec)
             cdir = bundle / "candidates" / f"r{rnd}-{i}-{cand.key}"
             cdir.mkdir(parents=True, exist_ok=True)
             (cdir / f"candidate{path.suffix}").write_text(cand.text)
             (cdir / "diff.patch").write_text(unified_diff(champion, cand.text, path.name))
             (cdir / "verdict.json").write_text(json.dumps(v.to_dict(), indent=1, default=str) + "\n")
-            memory.add({"file": rel, "entry": entry, "key": cand.key, "transform": cand.description,
-                        "description": cand.description, "proposer": cand.proposer, "rules": cand.rules,
-                        "verdict": v.kind, "message": v.message[:500], "predicted_gain_pct": cand.predicted_gain_pct,
-                        "measured_speedup": v.speedup, "baseline": _hash(champion), "time": stamp,
-                        "gpu": env.get("gpu")})  # fmt: skip
+            memory.add(
+                {
+                    "file": rel,
+                    "entry": entry,
+                    "key": cand.key,
+                    "transform": cand.description,
+                    "description": cand.description,
+                    "proposer": cand.proposer,
+                    "rules": cand.rules,
+                    "verdict": v.kind,
+                    "message": v.message[:500],
+                    "predicted_gain_pct": cand.predicted_gain_pct,
+                    "measured_speedup": v.speedup,
+                    "baseline": _hash(champion),
+                    "time": stamp,
+                    "gpu": env.get("gpu"),
+                }
+            )
             memory.save()
-            emit({"event": "verdict", "round": rnd, "index": i, "verdict": v.kind, "message": v.message,
-                  "speedup": v.speedup, "best": champion_speedup})  # fmt: skip
+            emit(
+                {
+                    "event": "verdict",
+                    "round": rnd,
+                    "index": i,
+                    "verdict": v.kind,
+                    "message": v.message,
+                    "speedup": v.speedup,
+                    "best": champion_speedup,
+                }
+            )
             if v.accepted and v.speedup and (best is None or v.speedup > best[0]):
                 best = (v.speedup, cand, v)
         if best is None:
@@ -349,7 +444,14 @@ def optimize(
         winners.append(best[1].description)
         champion = best[1].text
         champion_speedup *= best[0]
-        emit({"event": "champion", "round": rnd, "description": best[1].description, "speedup": champion_speedup})
+        emit(
+            {
+                "event": "champion",
+                "round": rnd,
+                "description": best[1].description,
+                "speedup": champion_speedup,
+            }
+        )
         roofline_pct = best[2].details.get("candidate_pct_of_roofline")
         if roofline_pct is not None and roofline_pct >= opts.near_roofline_pct:
             stop = "near the roofline"  # little left to gain; the final verification still runs
@@ -359,18 +461,37 @@ def optimize(
         say("final verification of the champion against the original", None)
         fopts = opts.verify
         try:
-            final = verify(path, text, champion, entry, runner, fopts, env, cancel,
-                           lambda m, p: say(f"final check: {m}", p))  # fmt: skip
+            final = verify(
+                path,
+                text,
+                champion,
+                entry,
+                runner,
+                fopts,
+                env,
+                cancel,
+                lambda m, p: say(f"final check: {m}", p),
+            )
         except VerifyError as exc:
             final = Verdict("error", False, str(exc), entry)
     elif cancel is not None and cancel.is_set():
         stop = "cancelled"
     result = OptimizeResult(
-        path=str(path), entry=entry, original_text=text, champion_text=champion if final and final.accepted else text,
-        accepted=bool(final and final.accepted), final=final, candidates=records, rounds_run=rounds_run,
-        stop_reason=stop, bundle=str(bundle), wall_s=time.monotonic() - t0, environment=env,
-        winners=winners if final is not None and final.accepted else [], verify_options=asdict(opts.verify),
-    )  # fmt: skip
+        path=str(path),
+        entry=entry,
+        original_text=text,
+        champion_text=champion if final and final.accepted else text,
+        accepted=bool(final and final.accepted),
+        final=final,
+        candidates=records,
+        rounds_run=rounds_run,
+        stop_reason=stop,
+        bundle=str(bundle),
+        wall_s=time.monotonic() - t0,
+        environment=env,
+        winners=winners if final is not None and final.accepted else [],
+        verify_options=asdict(opts.verify),
+    )
     _write_bundle(bundle, path, result)
     return result
 
@@ -393,19 +514,30 @@ def _write_bundle(bundle: Path, path: Path, result: OptimizeResult) -> None:
     (bundle / f"champion{path.suffix}").write_text(result.champion_text)
     (bundle / "diff.patch").write_text(result.diff())
     if result.final is not None:
-        (bundle / "final-verdict.json").write_text(json.dumps(result.final.to_dict(), indent=1, default=str) + "\n")
+        (bundle / "final-verdict.json").write_text(
+            json.dumps(result.final.to_dict(), indent=1, default=str) + "\n"
+        )
     (bundle / "summary.json").write_text(json.dumps(result.summary(), indent=1, default=str) + "\n")
     (bundle / "environment.json").write_text(json.dumps(result.environment, indent=1, default=str) + "\n")
     lines = [f"# kernellsp optimize {Path(result.path).name} :: {result.entry}", ""]
     if result.accepted and result.final is not None:
         lines.append(f"Accepted: {result.final.message}")
     else:
-        lines.append(f"No verified improvement ({result.final.kind + ': ' + result.final.message if result.final else result.stop_reason}).")
-    lines += ["", f"Stop: {result.stop_reason}; rounds {result.rounds_run}; wall {result.wall_s:.1f} s", "",
-              "| round | candidate | proposer | verdict | speedup vs champion | message |", "|---|---|---|---|---:|---|"]  # fmt: skip
+        lines.append(
+            f"No verified improvement ({result.final.kind + ': ' + result.final.message if result.final else result.stop_reason})."
+        )
+    lines += [
+        "",
+        f"Stop: {result.stop_reason}; rounds {result.rounds_run}; wall {result.wall_s:.1f} s",
+        "",
+        "| round | candidate | proposer | verdict | speedup vs champion | message |",
+        "|---|---|---|---|---:|---|",
+    ]
     for c in result.candidates:
         sp = f"{c.speedup_vs_champion:.3f}" if c.speedup_vs_champion else ""
-        lines.append(f"| {c.round} | {c.description} | {c.proposer} | {c.verdict} | {sp} | {c.message[:160]} |")
+        lines.append(
+            f"| {c.round} | {c.description} | {c.proposer} | {c.verdict} | {sp} | {c.message[:160]} |"
+        )
     (bundle / "summary.md").write_text("\n".join(lines) + "\n")
 
 
@@ -479,13 +611,18 @@ def _backup_entries(index: Path) -> list[dict[str, Any]]:
     """The backup index, checked: a list of records naming the file, its backup and the written text's hash."""
     entries = _read_json(index, ApplyError) if index.is_file() else []
     keys = ("file", "backup", "written_hash")
-    if not isinstance(entries, list) or not all(isinstance(e, dict) and all(isinstance(e.get(k), str) for k in keys)
-                                                for e in entries):  # fmt: skip
-        raise ApplyError(f"{index} cannot be read (expected a list of backup records); it was edited or damaged")
+    if not isinstance(entries, list) or not all(
+        isinstance(e, dict) and all(isinstance(e.get(k), str) for k in keys) for e in entries
+    ):
+        raise ApplyError(
+            f"{index} cannot be read (expected a list of backup records); it was edited or damaged"
+        )
     return entries
 
 
-def record_backup(path: Path, original: str, written: str, bundle: str | None, encoding: str = "utf-8") -> Path:
+def record_backup(
+    path: Path, original: str, written: str, bundle: str | None, encoding: str = "utf-8"
+) -> Path:
     """Keep ``original`` (in the file's ``encoding``) in ``.kernellsp/backups`` and note what replaced it
     (for :func:`revert`)."""
     backups = state_dir(path) / "backups"
@@ -495,8 +632,15 @@ def record_backup(path: Path, original: str, written: str, bundle: str | None, e
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     backup = backups / f"{path.name}.{stamp}.bak"
     _write_text(backup, original, encoding)
-    entries.append({"file": str(path.resolve()), "backup": str(backup), "written_hash": _hash(written),
-                    "bundle": bundle, "time": stamp})  # fmt: skip
+    entries.append(
+        {
+            "file": str(path.resolve()),
+            "backup": str(backup),
+            "written_hash": _hash(written),
+            "bundle": bundle,
+            "time": stamp,
+        }
+    )
     _write_text(index, json.dumps(entries, indent=1) + "\n")
     return backup
 
@@ -513,8 +657,12 @@ def apply_result(path: Path, result: OptimizeResult) -> Path:
     current = _read_user_text(path)
     if current != result.original_text:
         side = side_file(path, result.champion_text)
-        raise ApplyError(f"{path} changed since the run began; the verified result was saved beside it as {side}")
-    if not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222:  # no write bit: read-only even for root
+        raise ApplyError(
+            f"{path} changed since the run began; the verified result was saved beside it as {side}"
+        )
+    if (
+        not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222
+    ):  # no write bit: read-only even for root
         side = side_file(path, result.champion_text)
         raise ApplyError(f"{path} is read-only; the verified result was saved beside it as {side}")
     encoding = _encoding_of(path)
@@ -522,8 +670,10 @@ def apply_result(path: Path, result: OptimizeResult) -> Path:
         result.champion_text.encode(encoding)
     except UnicodeEncodeError:
         side = side_file(path, result.champion_text)
-        raise ApplyError(f"{path} is {encoding} text and the result has characters {encoding} cannot hold; it was "
-                         f"saved beside it (UTF-8) as {side}") from None  # fmt: skip
+        raise ApplyError(
+            f"{path} is {encoding} text and the result has characters {encoding} cannot hold; it was "
+            f"saved beside it (UTF-8) as {side}"
+        ) from None
     backup = record_backup(path, current, result.champion_text, result.bundle, encoding)
     _write_text(path, result.champion_text, encoding, like=path)
     return backup
@@ -547,8 +697,9 @@ def revert(path: Path, force: bool = False) -> Path:
         current = _read_user_text(path)
         if _hash(current) != last["written_hash"]:
             if not force:
-                raise ApplyError(f"{path} changed after kernellsp wrote it; use --force to restore {last['backup']} "
-                                 "anyway")  # fmt: skip
+                raise ApplyError(
+                    f"{path} changed after kernellsp wrote it; use --force to restore {last['backup']} anyway"
+                )
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
             shutil.copy2(path, index.parent / f"{path.name}.{stamp}.before-revert.bak")
     elif not force:
@@ -559,8 +710,9 @@ def revert(path: Path, force: bool = False) -> Path:
     return Path(last["backup"])
 
 
-def replay(bundle: Path, runner: Runner, options: VerifyOptions | None = None,
-           progress: Progress | None = None) -> tuple[Verdict, dict[str, Any]]:  # fmt: skip
+def replay(
+    bundle: Path, runner: Runner, options: VerifyOptions | None = None, progress: Progress | None = None
+) -> tuple[Verdict, dict[str, Any]]:
     """Re-run the final verdict of a bundle (original vs champion); returns the new verdict and the recorded one."""
     summary_p = bundle / "summary.json"
     if not summary_p.is_file():
@@ -585,6 +737,13 @@ def replay(bundle: Path, runner: Runner, options: VerifyOptions | None = None,
         # The same inputs as the recorded verdict: every input seed derives from the run seed.
         options = replace(options, run_seed=details["run_seed"])
     # Verify in a scratch copy named like the original file, next to nothing else.
-    v = verify(Path(src_name), orig.read_text(), champ.read_text(), summary["entry"], runner, options,
-               progress=progress)  # fmt: skip
+    v = verify(
+        Path(src_name),
+        orig.read_text(),
+        champ.read_text(),
+        summary["entry"],
+        runner,
+        options,
+        progress=progress,
+    )
     return v, recorded

@@ -31,4 +31,3 @@ __all__ = [
     "hot_lines",
     "load_report",
 ]
-

@@ -42,13 +42,16 @@ PROFILE_VERSION = "profile-2"
 FAST_SECTIONS = ["SpeedOfLight", "LaunchStats", "Occupancy", "WarpStateStats", "SourceCounters"]
 #: Extra counters for the roofline position and the atomic-contention rule (cheap: one pass).
 EXTRA_METRICS = [
-    "dram__bytes_read.sum", "dram__bytes_write.sum",
-    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
     "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
     "lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed",
     "lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed",
-    "smsp__inst_executed_op_global_red.sum", "smsp__inst_executed_op_global_atom.sum",
-]  # fmt: skip
+    "smsp__inst_executed_op_global_red.sum",
+    "smsp__inst_executed_op_global_atom.sum",
+]
 #: Peak rates for the roofline's ceilings, as ncu's own roofline section reads them (per cycle; constants
 #: of the chip: collecting them costs no replay pass).
 ROOFLINE_METRICS = [
@@ -92,8 +95,13 @@ class ProfileOptions:
     @classmethod
     def from_settings(cls, settings: Any, **overrides: Any) -> ProfileOptions:
         """The options the settings ask for (arch, section sets, timeouts); ``overrides`` win (command-line flags)."""
-        base = dict(arch=settings.arch, sections=list(settings.ncu_fast_sections), deep_set=settings.ncu_deep_set,
-                    timeout_s=settings.profile_timeout_s, build_timeout_s=settings.build_timeout_s)  # fmt: skip
+        base = dict(
+            arch=settings.arch,
+            sections=list(settings.ncu_fast_sections),
+            deep_set=settings.ncu_deep_set,
+            timeout_s=settings.profile_timeout_s,
+            build_timeout_s=settings.build_timeout_s,
+        )
         return cls(**{**base, **overrides})
 
 
@@ -186,12 +194,24 @@ def _query_environment(runner: Runner, timeout_s: float) -> dict[str, Any]:
     try:
         smi = runner.which("nvidia-smi")
         if smi is None:
-            raise RunnerError("no_gpu", f"no GPU on {runner.name}: nvidia-smi not found there, so no NVIDIA driver "
-                                        "(profile on a GPU machine, e.g. with --gpu-host user@gpu-host)")  # fmt: skip
-        res = runner.run([smi, "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem",
-                          "--format=csv,noheader,nounits"], wd, timeout_s)  # fmt: skip
+            raise RunnerError(
+                "no_gpu",
+                f"no GPU on {runner.name}: nvidia-smi not found there, so no NVIDIA driver "
+                "(profile on a GPU machine, e.g. with --gpu-host user@gpu-host)",
+            )
+        res = runner.run(
+            [
+                smi,
+                "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem",
+                "--format=csv,noheader,nounits",
+            ],
+            wd,
+            timeout_s,
+        )
         if res.returncode != 0 or not res.stdout.strip():
-            raise RunnerError("no_gpu", f"nvidia-smi found no GPU on {runner.name}: {res.output.strip()[:200]}")
+            raise RunnerError(
+                "no_gpu", f"nvidia-smi found no GPU on {runner.name}: {res.output.strip()[:200]}"
+            )
         parts = [p.strip() for p in res.stdout.strip().splitlines()[0].split(",")]
         keys = ["gpu", "driver", "sm_clock_mhz", "max_sm_clock_mhz", "mem_clock_mhz", "max_mem_clock_mhz"]
         env.update(dict(zip(keys, parts, strict=False)))
@@ -270,14 +290,19 @@ def kernel_profile_metrics(kp: Any, report: Any, bound: spec.BoundSpec | None) -
     pipe, pct = _top_pipe(kp.derived)
     if pipe:
         d["top_pipe"], d["top_pipe_pct"] = pipe, pct
-    stalls = {k[len("stall_"): -len("_share")]: v for k, v in kp.derived.items()
-              if k.startswith("stall_") and k.endswith("_share")}  # fmt: skip
+    stalls = {
+        k[len("stall_") : -len("_share")]: v
+        for k, v in kp.derived.items()
+        if k.startswith("stall_") and k.endswith("_share")
+    }
     if stalls:
         reason = max(stalls, key=lambda k: stalls[k])
         d["dominant_stall"], d["dominant_stall_share"] = reason, stalls[reason]
     waves = d.get("waves")
     if isinstance(waves, int | float) and waves > 0:
-        d["tail_idle_pct"] = 100.0 * (math.ceil(waves) - waves) / math.ceil(waves) if waves >= 1 else 100.0 * (1 - waves)
+        d["tail_idle_pct"] = (
+            100.0 * (math.ceil(waves) - waves) / math.ceil(waves) if waves >= 1 else 100.0 * (1 - waves)
+        )
     fp = footprint_bytes(bound)
     if fp:
         d["footprint_bytes"] = fp
@@ -288,12 +313,19 @@ def kernel_profile_metrics(kp: Any, report: Any, bound: spec.BoundSpec | None) -
     # Roofline position: achieved FP32 rate against the SM-count × 128 FMA/clk × 2 FLOP peak.
     flops = None
     m = kp.metrics
-    if all(k in m for k in ("smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
-                            "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
-                            "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum")):  # fmt: skip
-        flops = (m["smsp__sass_thread_inst_executed_op_fadd_pred_on.sum"]
-                 + m["smsp__sass_thread_inst_executed_op_fmul_pred_on.sum"]
-                 + 2 * m["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"])  # fmt: skip
+    if all(
+        k in m
+        for k in (
+            "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
+            "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
+            "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+        )
+    ):
+        flops = (
+            m["smsp__sass_thread_inst_executed_op_fadd_pred_on.sum"]
+            + m["smsp__sass_thread_inst_executed_op_fmul_pred_on.sum"]
+            + 2 * m["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"]
+        )
     elif "fp32_flop" in d:
         flops = d["fp32_flop"]
     dur = d.get("duration_ns")
@@ -313,8 +345,15 @@ def _hot_lines(kp: Any, n: int) -> list[dict[str, Any]]:
 
     out = []
     for h in hot_lines(kp, n):
-        out.append({"file": h.file, "line": h.line, "share": h.share, "stall": h.dominant_stall,
-                    "stall_share": h.dominant_stall_share})  # fmt: skip
+        out.append(
+            {
+                "file": h.file,
+                "line": h.line,
+                "share": h.share,
+                "stall": h.dominant_stall,
+                "stall_share": h.dominant_stall_share,
+            }
+        )
     return out
 
 
@@ -338,8 +377,9 @@ def line_profile_metrics(kp: Any, basename: str) -> dict[int, dict[str, Any]]:
             v["line_ideal_sectors"] = lm.l2_sectors_global_ideal
             v["line_excess_sector_pct"] = 100.0 * lm.l2_sectors_global_excessive / lm.l2_sectors_global
             v["line_sector_share"] = lm.l2_sectors_global / total_sectors if total_sectors else 0.0
-            v["line_sectors_per_ideal"] = (lm.l2_sectors_global / lm.l2_sectors_global_ideal
-                                           if lm.l2_sectors_global_ideal else 0.0)  # fmt: skip
+            v["line_sectors_per_ideal"] = (
+                lm.l2_sectors_global / lm.l2_sectors_global_ideal if lm.l2_sectors_global_ideal else 0.0
+            )
         if lm.shared_nway_max:
             v["line_shared_nway"] = lm.shared_nway_max
         if lm.shared_wavefronts:
@@ -374,9 +414,14 @@ def bottleneck(d: dict[str, Any]) -> str:
 # Findings
 
 
-def profile_findings(report: Any, model: SourceModel, path: str, ruleset: rules.RuleSet,
-                     specs_by_entry: dict[str, spec.BoundSpec], entry_of: dict[str, str | None]
-                     ) -> tuple[list[Finding], list[KernelSummary]]:  # fmt: skip
+def profile_findings(
+    report: Any,
+    model: SourceModel,
+    path: str,
+    ruleset: rules.RuleSet,
+    specs_by_entry: dict[str, spec.BoundSpec],
+    entry_of: dict[str, str | None],
+) -> tuple[list[Finding], list[KernelSummary]]:
     """Evaluate the profile rules over every kernel of ``report`` that is defined in ``model``."""
     from kernellsp.check import _finding
 
@@ -395,9 +440,16 @@ def profile_findings(report: Any, model: SourceModel, path: str, ruleset: rules.
         entry = entry_of.get(kp.name)
         bound = specs_by_entry.get(entry or kp.name)
         km = kernel_profile_metrics(kp, report, bound)
-        rng = (Range(start_line=fn.name_span.start_line, start_col=fn.name_span.start_col,
-                     end_line=fn.name_span.end_line, end_col=fn.name_span.end_col)
-               if fn is not None else Range(start_line=0, end_line=0))  # fmt: skip
+        rng = (
+            Range(
+                start_line=fn.name_span.start_line,
+                start_col=fn.name_span.start_col,
+                end_line=fn.name_span.end_line,
+                end_col=fn.name_span.end_col,
+            )
+            if fn is not None
+            else Range(start_line=0, end_line=0)
+        )
         kfind: list[Finding] = []
         # Kernels defined elsewhere (cuBLAS, a library, another file) get a summary but no findings:
         # there is no line of this file to put them on.
@@ -417,8 +469,11 @@ def profile_findings(report: Any, model: SourceModel, path: str, ruleset: rules.
                 if r.type not in ("OPT", "WRN"):
                     continue
                 title = r.title or r.name or r.rule_identifier
-                est = f" (ncu est. {r.speedup_type or 'local'} speedup {r.estimated_speedup_pct:.0f}%)" \
-                    if r.estimated_speedup_pct else ""  # fmt: skip
+                est = (
+                    f" (ncu est. {r.speedup_type or 'local'} speedup {r.estimated_speedup_pct:.0f}%)"
+                    if r.estimated_speedup_pct
+                    else ""
+                )
                 msg = f"ncu {r.rule_identifier}: {title}: {' '.join(r.message.split())[:400]}{est}"
                 f = _finding(ncu_rule, path, rng, {"message": msg}, kp.name, msg)
                 f.estimated_speedup_pct = r.estimated_speedup_pct
@@ -430,16 +485,39 @@ def profile_findings(report: Any, model: SourceModel, path: str, ruleset: rules.
             f.source = "profile"
             f.evidence.setdefault("duration_ns", km.get("duration_ns"))
         findings.extend(kfind)
-        summaries.append(KernelSummary(
-            name=kp.name, entry=entry, duration_ns=km.get("duration_ns"), dram_pct=km.get("dram_pct"),
-            fp32_pct=km.get("fp32_pct_of_peak"), sm_pct=km.get("sm_pct"), bottleneck=bottleneck(km),
-            hot_lines=_hot_lines(kp, 5), metrics={k: v for k, v in km.items() if isinstance(v, int | float | str)},
-            line_stalls=[{"line": ln, "share": lv["line_stall_share"], "stall": lv.get("line_dominant_stall"),
-                          "stall_share": lv.get("line_dominant_stall_share")}
-                         for ln, lv in sorted(lines.items()) if lv.get("line_stall_share")],
-            ncu_rules=[{"id": r.rule_identifier, "type": r.type, "title": r.title,
-                        "speedup_pct": r.estimated_speedup_pct} for r in kp.ncu_rules if r.type in ("OPT", "WRN")],
-        ))  # fmt: skip
+        summaries.append(
+            KernelSummary(
+                name=kp.name,
+                entry=entry,
+                duration_ns=km.get("duration_ns"),
+                dram_pct=km.get("dram_pct"),
+                fp32_pct=km.get("fp32_pct_of_peak"),
+                sm_pct=km.get("sm_pct"),
+                bottleneck=bottleneck(km),
+                hot_lines=_hot_lines(kp, 5),
+                metrics={k: v for k, v in km.items() if isinstance(v, int | float | str)},
+                line_stalls=[
+                    {
+                        "line": ln,
+                        "share": lv["line_stall_share"],
+                        "stall": lv.get("line_dominant_stall"),
+                        "stall_share": lv.get("line_dominant_stall_share"),
+                    }
+                    for ln, lv in sorted(lines.items())
+                    if lv.get("line_stall_share")
+                ],
+                ncu_rules=[
+                    {
+                        "id": r.rule_identifier,
+                        "type": r.type,
+                        "title": r.title,
+                        "speedup_pct": r.estimated_speedup_pct,
+                    }
+                    for r in kp.ncu_rules
+                    if r.type in ("OPT", "WRN")
+                ],
+            )
+        )
     findings.sort(key=lambda f: (-f.impact, f.range.start_line))
     return findings, summaries
 
@@ -472,9 +550,14 @@ def _ncu_argv(ncu: str, options: ProfileOptions, out: str) -> list[str]:
 
 
 def profile_file(
-    path: Path, text: str, runner: Runner, options: ProfileOptions | None = None,
-    ruleset: rules.RuleSet | None = None, ws_specs: dict[str, spec.KernelSpec] | None = None,
-    cancel: threading.Event | None = None, progress: Progress | None = None,
+    path: Path,
+    text: str,
+    runner: Runner,
+    options: ProfileOptions | None = None,
+    ruleset: rules.RuleSet | None = None,
+    ws_specs: dict[str, spec.KernelSpec] | None = None,
+    cancel: threading.Event | None = None,
+    progress: Progress | None = None,
     environment: dict[str, Any] | None = None,
 ) -> ProfileOutcome:
     """Profile every spec'd entry of ``path`` (or the program, if it has ``main`` and no spec)."""
@@ -483,9 +566,11 @@ def profile_file(
     from kernellsp.run.harness_build import build_harness
 
     if getattr(runner, "verify_remotely", None) is not None:  # before a local pool is started for nothing
-        raise ProfileError("runner = pool verifies rewrites on the pool's GPUs but does not profile (ncu runs single "
-                           "commands in one scratch folder): profile with runner = local, or ssh with gpu_host",
-                           "pool")  # fmt: skip
+        raise ProfileError(
+            "runner = pool verifies rewrites on the pool's GPUs but does not profile (ncu runs single "
+            "commands in one scratch folder): profile with runner = local, or ssh with gpu_host",
+            "pool",
+        )
     opts = options or ProfileOptions()
     t0 = time.monotonic()
     report_progress = progress or (lambda _m, _p: None)
@@ -520,7 +605,12 @@ def profile_file(
         if program_mode:
             exe = "prog"
             build_argv = [nvcc, "-O3", f"-arch={opts.arch}", "-lineinfo", "-o", exe, f"src/{path.name}"]
-            run_argv = [*_ncu_argv(ncu, opts, "prof_program"), "--launch-count", str(opts.max_launches), f"./{exe}"]
+            run_argv = [
+                *_ncu_argv(ncu, opts, "prof_program"),
+                "--launch-count",
+                str(opts.max_launches),
+                f"./{exe}",
+            ]
             jobs.append(_Job("program", None, exe, run_argv, build_argv=build_argv))
         else:
             for b in valid:
@@ -533,9 +623,20 @@ def profile_file(
                 # The split build's entry unit: the harness runtime is a shared object compiled once per toolchain.
                 files[hname] = hz.generate_harness(plan, f"src/{path.name}", split=True).encode()
                 exe = f"h_{b.entry}"
-                run_argv = [*_ncu_argv(ncu, opts, f"prof_{b.entry}"), "--profile-from-start", "off",
-                            f"./{exe}", "--mode", "profile", "--shape", str(opts.shape), "--seed", str(opts.seed),
-                            "--out", f"out_{b.entry}"]  # fmt: skip
+                run_argv = [
+                    *_ncu_argv(ncu, opts, f"prof_{b.entry}"),
+                    "--profile-from-start",
+                    "off",
+                    f"./{exe}",
+                    "--mode",
+                    "profile",
+                    "--shape",
+                    str(opts.shape),
+                    "--seed",
+                    str(opts.seed),
+                    "--out",
+                    f"out_{b.entry}",
+                ]
                 jobs.append(_Job(b.entry, b.entry, exe, run_argv, harness_cu=hname, flags=list(b.spec.flags)))
         if not jobs:
             raise ProfileError(f"{path.name}: no entry could be profiled: " + "; ".join(notes), "no_spec")
@@ -551,17 +652,32 @@ def profile_file(
             if job.harness_cu is None:
                 assert job.build_argv is not None
                 bkey = cache.digest("bin", src_key, " ".join(job.build_argv), str(env.get("nvcc_version")))
-                res = runner.cached_build(bkey, job.build_argv, job.exe, wd, opts.build_timeout_s, cancel, opts.use_cache)
+                res = runner.cached_build(
+                    bkey, job.build_argv, job.exe, wd, opts.build_timeout_s, cancel, opts.use_cache
+                )
                 return res.returncode, res.output, {"total_s": time.monotonic() - tb}
-            hb = build_harness(runner, wd, job.harness_cu, job.exe, opts.arch, job.flags, nvcc=nvcc,
-                               nvcc_version=env.get("nvcc_version"), sources_key=src_key,
-                               timeout_s=opts.build_timeout_s, cancel=cancel, use_cache=opts.use_cache)  # fmt: skip
+            hb = build_harness(
+                runner,
+                wd,
+                job.harness_cu,
+                job.exe,
+                opts.arch,
+                job.flags,
+                nvcc=nvcc,
+                nvcc_version=env.get("nvcc_version"),
+                sources_key=src_key,
+                timeout_s=opts.build_timeout_s,
+                cancel=cancel,
+                use_cache=opts.use_cache,
+            )
             return hb.returncode, hb.output, {**hb.phases, "total_s": time.monotonic() - tb}
 
         # Every entry builds at once (nvcc is CPU work); each one's ncu run starts as soon as its own build is
         # done and the GPU is free, so the builds of later entries overlap the GPU work of earlier ones.
         tbuild = time.monotonic()
-        pool = ThreadPoolExecutor(max_workers=max(1, min(len(jobs), 4)), thread_name_prefix="kernellsp-profile-build")
+        pool = ThreadPoolExecutor(
+            max_workers=max(1, min(len(jobs), 4)), thread_name_prefix="kernellsp-profile-build"
+        )
         try:
             futures = [pool.submit(build, job) for job in jobs]
             report_progress("building " + ", ".join(j.label for j in jobs), 5)
@@ -579,7 +695,9 @@ def profile_file(
                         _wait_until(opts.gpu_not_before, cancel)
                         phases["debounce_wait_s"] = time.monotonic() - tw
                 report_progress(f"profiling {label} with ncu", 5 + 90 * (i + 0.5) / len(jobs))
-                res, log, fetched, out_name, seconds = _run_ncu(runner, wd, job.run_argv, opts, cancel, local_tmp / label)
+                res, log, fetched, out_name, seconds = _run_ncu(
+                    runner, wd, job.run_argv, opts, cancel, local_tmp / label
+                )
                 phases[f"ncu_{label}_s"] = seconds
                 phases["ncu_s"] = phases.get("ncu_s", 0.0) + seconds
                 failure = classify_failure(res.output + log)
@@ -588,9 +706,13 @@ def profile_file(
                 rep = local_tmp / label / out_name
                 if rep not in fetched or not rep.is_file():
                     if res.returncode != 0:
-                        raise ProfileError(f"{label} failed under ncu (exit {res.returncode}): "
-                                           f"{_tail(res.output + log, 6)}", "crash")  # fmt: skip
-                    raise ProfileError(f"ncu profiled no kernel of {label}: {_tail(log or res.output, 4)}", "no_kernels")
+                        raise ProfileError(
+                            f"{label} failed under ncu (exit {res.returncode}): {_tail(res.output + log, 6)}",
+                            "crash",
+                        )
+                    raise ProfileError(
+                        f"ncu profiled no kernel of {label}: {_tail(log or res.output, 4)}", "no_kernels"
+                    )
                 if res.returncode != 0:
                     notes.append(f"{label} exited {res.returncode} under ncu: {_tail(res.output, 2)}")
                 reports.append((label, rep))
@@ -623,8 +745,14 @@ def profile_file(
         phases["total_s"] = time.monotonic() - t0
         env = {**env, "phases": phases}
         findings.sort(key=lambda f: (-f.impact, f.range.start_line, f.code))
-        outcome = ProfileOutcome(path=str(path), findings=findings, kernels=summaries, environment=env,
-                                 notes=notes, wall_s=time.monotonic() - t0)  # fmt: skip
+        outcome = ProfileOutcome(
+            path=str(path),
+            findings=findings,
+            kernels=summaries,
+            environment=env,
+            notes=notes,
+            wall_s=time.monotonic() - t0,
+        )
         if opts.use_cache:
             cache.put("profile", key, outcome.to_dict())
         if opts.save_report_dir is not None:
@@ -658,41 +786,74 @@ class _Job:
     flags: list[str] = field(default_factory=list)
 
 
-def _select(path: Path, model: SourceModel, opts: ProfileOptions,
-            ws_specs: dict[str, spec.KernelSpec] | None) -> tuple[list[spec.BoundSpec], bool]:  # fmt: skip
+def _select(
+    path: Path, model: SourceModel, opts: ProfileOptions, ws_specs: dict[str, spec.KernelSpec] | None
+) -> tuple[list[spec.BoundSpec], bool]:
     """The entries to profile (valid specs, ``--kernel`` applied) and whether the program runs instead."""
     bound, issues = bind_specs(model, ws_specs or {}, None)
     errors = [i for i in issues if i.severity == "error"]
-    valid = [b for b in bound
-             if not any(i.severity == "error" for i in spec.validate_against(b, model.function(b.entry), model))]  # fmt: skip
+    valid = [
+        b
+        for b in bound
+        if not any(i.severity == "error" for i in spec.validate_against(b, model.function(b.entry), model))
+    ]
     if opts.kernels:
         unknown = [k for k in opts.kernels if k not in {b.entry for b in valid}]
         if unknown:
             known = ", ".join(b.entry for b in valid) or "none"
-            raise ProfileError(f"{path.name}: {', '.join(unknown)}: no valid launch spec for that entry "
-                               f"(entries with one: {known})", "no_spec")  # fmt: skip
+            raise ProfileError(
+                f"{path.name}: {', '.join(unknown)}: no valid launch spec for that entry "
+                f"(entries with one: {known})",
+                "no_spec",
+            )
         valid = [b for b in valid if b.entry in opts.kernels]
     program_mode = not valid and model.has_main
     if not valid and not program_mode:
-        hint = ("fix the spec errors `kernellsp check` reports (KL003)" if errors
-                else "add a `/* kernellsp ... */` launch spec above an entry (the 'Add launch spec' code action drafts one)")  # fmt: skip
-        raise ProfileError(f"{path.name}: nothing to profile: no valid launch spec and no main(); {hint}", "no_spec")
+        hint = (
+            "fix the spec errors `kernellsp check` reports (KL003)"
+            if errors
+            else "add a `/* kernellsp ... */` launch spec above an entry (the 'Add launch spec' code action drafts one)"
+        )
+        raise ProfileError(
+            f"{path.name}: nothing to profile: no valid launch spec and no main(); {hint}", "no_spec"
+        )
     return valid, program_mode
 
 
-def profile_key(path: Path, text: str, model: SourceModel, valid: list[spec.BoundSpec], opts: ProfileOptions,
-                env: dict[str, Any]) -> str:  # fmt: skip
+def profile_key(
+    path: Path,
+    text: str,
+    model: SourceModel,
+    valid: list[spec.BoundSpec],
+    opts: ProfileOptions,
+    env: dict[str, Any],
+) -> str:
     """The profile cache key: the content (file, local includes, specs), what is collected, and the GPU and tools."""
     return cache.digest(
-        PROFILE_VERSION, text, *(spec.spec_to_toml(b.spec, True) for b in valid), opts.arch,
-        " ".join(opts.sections), str(opts.deep), opts.deep_set, str(opts.seed), str(opts.shape),
-        str(env.get("gpu")), str(env.get("driver")), str(env.get("ncu_version")), str(env.get("nvcc_version")),
+        PROFILE_VERSION,
+        text,
+        *(spec.spec_to_toml(b.spec, True) for b in valid),
+        opts.arch,
+        " ".join(opts.sections),
+        str(opts.deep),
+        opts.deep_set,
+        str(opts.seed),
+        str(opts.shape),
+        str(env.get("gpu")),
+        str(env.get("driver")),
+        str(env.get("ncu_version")),
+        str(env.get("nvcc_version")),
         *(p.read_bytes().decode("utf-8", "replace") for p in local_includes(model, path)),
-    )  # fmt: skip
+    )
 
 
-def cached_profile(path: Path, text: str, runner: Runner, options: ProfileOptions | None = None,
-                   ws_specs: dict[str, spec.KernelSpec] | None = None) -> ProfileOutcome | None:  # fmt: skip
+def cached_profile(
+    path: Path,
+    text: str,
+    runner: Runner,
+    options: ProfileOptions | None = None,
+    ws_specs: dict[str, spec.KernelSpec] | None = None,
+) -> ProfileOutcome | None:
     """The cached outcome of :func:`profile_file` for exactly this content, or ``None``; never builds or runs.
 
     The editor asks this first on every save: an unchanged file is answered at once, without the debounce.
@@ -730,8 +891,14 @@ def _wait_until(deadline: float, cancel: threading.Event | None) -> None:
             time.sleep(left)
 
 
-def _run_ncu(runner: Runner, wd: str, run_argv: list[str], opts: ProfileOptions, cancel: threading.Event | None,
-             dest: Path) -> tuple[Any, str, list[Path], str, float]:  # fmt: skip
+def _run_ncu(
+    runner: Runner,
+    wd: str,
+    run_argv: list[str],
+    opts: ProfileOptions,
+    cancel: threading.Event | None,
+    dest: Path,
+) -> tuple[Any, str, list[Path], str, float]:
     """Run one ncu command on the GPU; returns (result, ncu log, fetched files, report name, seconds)."""
     tn = time.monotonic()
     res = runner.run(run_argv, wd, opts.timeout_s, cancel, gpu_lock=True)
@@ -765,8 +932,12 @@ _HOST_FAILURES = frozenset({"unreachable", "no_gpu", "counters", "no_ncu", "no_n
 
 
 def profile_to_findings_for_check(
-    paths: list[Path], runner: Runner, options: ProfileOptions, ruleset: rules.RuleSet,
-    progress: Progress | None = None, cancel: threading.Event | None = None,
+    paths: list[Path],
+    runner: Runner,
+    options: ProfileOptions,
+    ruleset: rules.RuleSet,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
 ) -> tuple[list[ProfileOutcome], list[str]]:
     """Profile each file that has something to profile; files without specs or main are skipped."""
     outcomes: list[ProfileOutcome] = []
@@ -800,8 +971,10 @@ def format_outcome(outcome: ProfileOutcome, label: str, top: int = 5) -> str:
     """The human report of a profile (the CLI prints it; the editor shows it as "Show profile report")."""
     env = outcome.environment
     clock = float(env.get("clocks_under_ncu_hz") or 0) / 1e9
-    out = [f"{label}: {env.get('gpu', '?')} (driver {env.get('driver', '?')}, ncu {env.get('ncu_version', '?')}, "
-           f"SM clock under ncu {clock:.2f} GHz){' [cached]' if outcome.cached else ''}; wall {outcome.wall_s:.1f} s"]  # fmt: skip
+    out = [
+        f"{label}: {env.get('gpu', '?')} (driver {env.get('driver', '?')}, ncu {env.get('ncu_version', '?')}, "
+        f"SM clock under ncu {clock:.2f} GHz){' [cached]' if outcome.cached else ''}; wall {outcome.wall_s:.1f} s"
+    ]
     for k in outcome.kernels:
         dur = f"{k.duration_ns / 1000:.1f} us" if k.duration_ns else "?"
         dram = f"{k.dram_pct:.0f}% of DRAM peak" if k.dram_pct is not None else "DRAM ?"
@@ -811,8 +984,10 @@ def format_outcome(outcome: ProfileOutcome, label: str, top: int = 5) -> str:
         for f in [f for f in outcome.findings if f.kernel == k.name][:top]:
             out.append(f"  {f.range.start_line + 1:>5}: {f.severity.value} {f.code} {f.message}")
         if k.hot_lines:
-            hl = ", ".join(f"{h['line']} ({100 * h['share']:.0f}% {h['stall'] or ''})".replace(" )", ")")
-                           for h in k.hot_lines[:5])  # fmt: skip
+            hl = ", ".join(
+                f"{h['line']} ({100 * h['share']:.0f}% {h['stall'] or ''})".replace(" )", ")")
+                for h in k.hot_lines[:5]
+            )
             out.append(f"  hottest lines: {hl}")
     return "\n".join(out)
 

@@ -42,7 +42,9 @@ def format_text(report: CheckReport, colour: bool = False, show_fix: bool = Fals
         sev = f.severity.value
         sev_txt = f"{_COLOURS[sev]}{sev}{_RESET}" if colour else sev
         code = f"\x1b[1m{f.code}\x1b[0m" if colour else f.code
-        lines.append(f"{display_path(f.path)}:{f.range.start_line + 1}:{f.range.start_col + 1}: {sev_txt}: {code} {f.message}")
+        lines.append(
+            f"{display_path(f.path)}:{f.range.start_line + 1}:{f.range.start_col + 1}: {sev_txt}: {code} {f.message}"
+        )
         if show_fix and f.fix:
             lines.append(f"    fix: {f.fix}")
     for fr in report.files:
@@ -59,9 +61,14 @@ def summary(report: CheckReport) -> str:
     if not report.findings:
         head = "No findings"
     else:
-        parts = [f"{counts[s]} {s}{'s' if counts[s] != 1 and s != 'info' else ''}"
-                 for s in ("error", "warning", "info", "hint") if counts[s]]  # fmt: skip
-        head = f"{len(report.findings)} finding{'s' if len(report.findings) != 1 else ''} ({', '.join(parts)})"
+        parts = [
+            f"{counts[s]} {s}{'s' if counts[s] != 1 and s != 'info' else ''}"
+            for s in ("error", "warning", "info", "hint")
+            if counts[s]
+        ]
+        head = (
+            f"{len(report.findings)} finding{'s' if len(report.findings) != 1 else ''} ({', '.join(parts)})"
+        )
     errs = len(report.errors)
     tail = f"; {errs} file{'s' if errs != 1 else ''} could not be checked" if errs else ""
     return f"{head} in {n_files} file{'s' if n_files != 1 else ''} ({n_kernels} kernel{'s' if n_kernels != 1 else ''}){tail}."
@@ -72,9 +79,11 @@ def finding_dict(f: Finding) -> dict[str, Any]:
     d["path"] = display_path(f.path)
     # 1-based positions for humans and CI tools; the LSP adapter uses the 0-based model directly.
     d["location"] = {
-        "line": f.range.start_line + 1, "column": f.range.start_col + 1,
-        "end_line": f.range.end_line + 1, "end_column": f.range.end_col + 1,
-    }  # fmt: skip
+        "line": f.range.start_line + 1,
+        "column": f.range.start_col + 1,
+        "end_line": f.range.end_line + 1,
+        "end_column": f.range.end_col + 1,
+    }
     return d
 
 
@@ -82,19 +91,30 @@ def format_json(report: CheckReport) -> str:
     """Stable JSON: ``{"version", "kernellsp", "findings", "files", "notes", "summary"}``."""
     files = []
     for fr in report.files:
-        files.append({
-            "path": display_path(fr.path),
-            "error": fr.error,
-            "kernels": [
-                {"name": k.name, "line": k.line + 1, "has_spec": k.has_spec,
-                 "metrics": {mk: mv for mk, mv in sorted(k.metrics.items()) if mv is not None}}
-                for k in fr.kernels
-            ],
-            "build": None if fr.build is None else {
-                "ok": fr.build.ok, "arch": fr.build.arch, "nvcc": fr.build.nvcc_version,
-                "cached": fr.build.cached, "sass": fr.build.sass_available,
-            },
-        })  # fmt: skip
+        files.append(
+            {
+                "path": display_path(fr.path),
+                "error": fr.error,
+                "kernels": [
+                    {
+                        "name": k.name,
+                        "line": k.line + 1,
+                        "has_spec": k.has_spec,
+                        "metrics": {mk: mv for mk, mv in sorted(k.metrics.items()) if mv is not None},
+                    }
+                    for k in fr.kernels
+                ],
+                "build": None
+                if fr.build is None
+                else {
+                    "ok": fr.build.ok,
+                    "arch": fr.build.arch,
+                    "nvcc": fr.build.nvcc_version,
+                    "cached": fr.build.cached,
+                    "sass": fr.build.sass_available,
+                },
+            }
+        )
     doc = {
         "version": JSON_SCHEMA_VERSION,
         "kernellsp": __version__,
@@ -106,9 +126,18 @@ def format_json(report: CheckReport) -> str:
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
-_SARIF_LEVEL = {Severity.error: "error", Severity.warning: "warning", Severity.info: "note", Severity.hint: "note"}
-_SARIF_PROBLEM = {Severity.error: "error", Severity.warning: "warning", Severity.info: "recommendation",
-                  Severity.hint: "recommendation"}  # fmt: skip
+_SARIF_LEVEL = {
+    Severity.error: "error",
+    Severity.warning: "warning",
+    Severity.info: "note",
+    Severity.hint: "note",
+}
+_SARIF_PROBLEM = {
+    Severity.error: "error",
+    Severity.warning: "warning",
+    Severity.info: "recommendation",
+    Severity.hint: "recommendation",
+}
 
 
 #: Rule categories about whether the code is right, not how fast it is.
@@ -140,19 +169,25 @@ def format_sarif(report: CheckReport, ruleset: RuleSet) -> str:
         if r is None:
             rules_out.append({"id": code, "shortDescription": {"text": code}})
             continue
-        rules_out.append({
-            "id": r.code,
-            "name": r.name,
-            "shortDescription": {"text": r.title[:1024]},
-            "fullDescription": {"text": " ".join(r.guidance.split())[:4000]},
-            "help": {"text": f"{r.fix}\n\n{' '.join(r.guidance.split())}",
-                     "markdown": f"**Fix:** {r.fix}\n\n{' '.join(r.guidance.split())}"},
-            "defaultConfiguration": {"level": _SARIF_LEVEL[r.severity]},
-            "properties": {"tags": sarif_tags(r),
-                           "precision": "high" if r.source == "profile" or r.emitter else "medium",
-                           "problem.severity": _SARIF_PROBLEM[r.severity]},
-            **({"helpUri": r.references[0]} if r.references else {}),
-        })  # fmt: skip
+        rules_out.append(
+            {
+                "id": r.code,
+                "name": r.name,
+                "shortDescription": {"text": r.title[:1024]},
+                "fullDescription": {"text": " ".join(r.guidance.split())[:4000]},
+                "help": {
+                    "text": f"{r.fix}\n\n{' '.join(r.guidance.split())}",
+                    "markdown": f"**Fix:** {r.fix}\n\n{' '.join(r.guidance.split())}",
+                },
+                "defaultConfiguration": {"level": _SARIF_LEVEL[r.severity]},
+                "properties": {
+                    "tags": sarif_tags(r),
+                    "precision": "high" if r.source == "profile" or r.emitter else "medium",
+                    "problem.severity": _SARIF_PROBLEM[r.severity],
+                },
+                **({"helpUri": r.references[0]} if r.references else {}),
+            }
+        )
     text_lines = {fr.path: fr.model.lines for fr in report.files if fr.model is not None}
     results = []
     for f in report.findings:
@@ -167,28 +202,47 @@ def format_sarif(report: CheckReport, ruleset: RuleSet) -> str:
             "ruleIndex": rule_index[f.code],
             "level": _SARIF_LEVEL[f.severity],
             "message": {"text": f.message},
-            "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": Path(display_path(f.path)).as_posix(), "uriBaseId": "%SRCROOT%"},
-                "region": region,
-            }}],
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {
+                            "uri": Path(display_path(f.path)).as_posix(),
+                            "uriBaseId": "%SRCROOT%",
+                        },
+                        "region": region,
+                    }
+                }
+            ],
             "partialFingerprints": {"primaryLocationLineHash": _line_hash(f, text_lines)},
-        }  # fmt: skip
+        }
         if f.evidence:
             result["properties"] = {"evidence": f.evidence, **({"kernel": f.kernel} if f.kernel else {})}
         results.append(result)
     doc = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "kernellsp", "version": __version__, "semanticVersion": __version__,
-                "informationUri": "https://github.com/kernellsp/kernellsp", "rules": rules_out,
-            }},
-            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri() + "/"}},
-            "results": results,
-            "invocations": [{"executionSuccessful": not report.errors,
-                             "toolExecutionNotifications": [{"level": "warning", "message": {"text": n}}
-                                                            for n in report.notes + report.errors]}],
-        }],
-    }  # fmt: skip
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "kernellsp",
+                        "version": __version__,
+                        "semanticVersion": __version__,
+                        "informationUri": "https://github.com/kernellsp/kernellsp",
+                        "rules": rules_out,
+                    }
+                },
+                "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri() + "/"}},
+                "results": results,
+                "invocations": [
+                    {
+                        "executionSuccessful": not report.errors,
+                        "toolExecutionNotifications": [
+                            {"level": "warning", "message": {"text": n}} for n in report.notes + report.errors
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
     return json.dumps(doc, indent=2) + "\n"

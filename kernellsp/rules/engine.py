@@ -32,8 +32,9 @@ from kernellsp.source import exprs
 CODE_RE = re.compile(r"^KL\d{3}$")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::([^{}]*))?\}")
 
-Emitter = Literal["nvcc-error", "nvcc-warning", "build-timeout", "spec-error", "missing-spec", "ncu-rule",
-                  "source-encoding"]
+Emitter = Literal[
+    "nvcc-error", "nvcc-warning", "build-timeout", "spec-error", "missing-spec", "ncu-rule", "source-encoding"
+]
 
 
 class RuleError(ValueError):
@@ -95,8 +96,10 @@ def _validate_names(rule: Rule, path: Path) -> None:
     if rule.emitter is not None:
         for m in _PLACEHOLDER.finditer(rule.message):
             if m.group(1) not in _KNOWN_PLACEHOLDERS_BUILTIN:
-                raise RuleError(f"{path}: field 'message': unknown placeholder {{{m.group(1)}}} for a built-in rule "
-                                f"(known: {', '.join(sorted(_KNOWN_PLACEHOLDERS_BUILTIN))})")  # fmt: skip
+                raise RuleError(
+                    f"{path}: field 'message': unknown placeholder {{{m.group(1)}}} for a built-in rule "
+                    f"(known: {', '.join(sorted(_KNOWN_PLACEHOLDERS_BUILTIN))})"
+                )
         return
     for fld, text in (("when", rule.when), ("impact", rule.impact)):
         if text is None:

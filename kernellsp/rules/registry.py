@@ -69,7 +69,11 @@ def _profile_metric_defs() -> list[MetricDef]:
     for reason, doc in STALL_REASONS.items():
         name = f"stall_{reason}_share"
         if name not in DERIVED_DOC:
-            out.append(MetricDef(name, "kernel", "ncu", "fraction", f"share of warp latency stalled on {reason}: {doc}"))
+            out.append(
+                MetricDef(
+                    name, "kernel", "ncu", "fraction", f"share of warp latency stalled on {reason}: {doc}"
+                )
+            )
     return out
 
 

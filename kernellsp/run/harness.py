@@ -64,14 +64,22 @@ _RUNTIME_PATH = Path(__file__).parent.parent / "data" / "harness_runtime.h"
 #: Larger than any GPU's memory; beyond it the C++ byte count (count x element size) could also wrap.
 MAX_BUFFER_BYTES = 2**40
 _DIST_RE = re.compile(r"^\s*(uniform|normal|randint|ones|arange|choice)\s*\((.*)\)\s*$", re.S)
-_DTYPE_CODE = {d: i for i, d in enumerate(("f16", "bf16", "f32", "f64", "i8", "u8", "i16", "u16",
-                                            "i32", "u32", "i64", "u64"))}  # fmt: skip
+_DTYPE_CODE = {
+    d: i
+    for i, d in enumerate(("f16", "bf16", "f32", "f64", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"))
+}
 _DIST_CODE = {"default": 0, "uniform": 1, "normal": 2, "randint": 3, "ones": 4, "arange": 5, "choice": 6}
 _DIR_CODE = {"in": 0, "out": 1, "inout": 2, "scalar": 3}
 _INT_RANGE = {
-    "i8": (-(2**7), 2**7 - 1), "u8": (0, 2**8 - 1), "i16": (-(2**15), 2**15 - 1), "u16": (0, 2**16 - 1),
-    "i32": (-(2**31), 2**31 - 1), "u32": (0, 2**32 - 1), "i64": (-(2**63), 2**63 - 1), "u64": (0, 2**64 - 1),
-}  # fmt: skip
+    "i8": (-(2**7), 2**7 - 1),
+    "u8": (0, 2**8 - 1),
+    "i16": (-(2**15), 2**15 - 1),
+    "u16": (0, 2**16 - 1),
+    "i32": (-(2**31), 2**31 - 1),
+    "u32": (0, 2**32 - 1),
+    "i64": (-(2**63), 2**63 - 1),
+    "u64": (0, 2**64 - 1),
+}
 _FLOAT_MAX = {
     "f16": 65504.0,
     "bf16": 3.3895313892515355e38,
@@ -309,8 +317,18 @@ def _plan_args(fn: Function, spec: KernelSpec, problems: list[str]) -> list[ArgP
             out.append(_plan_buffer(i, p, a.dtype, a.dir, a.dist, base, fn, problems, stems))
         else:
             accepted = dtype_for_ctype(p.base_type)
-            out.append(ArgPlan(index=i, name=p.name, ctype=p.type_text, base_type=p.base_type, role="scalar",
-                               dtype=accepted[0] if accepted else None, dir=None, dist=None))  # fmt: skip
+            out.append(
+                ArgPlan(
+                    index=i,
+                    name=p.name,
+                    ctype=p.type_text,
+                    base_type=p.base_type,
+                    role="scalar",
+                    dtype=accepted[0] if accepted else None,
+                    dir=None,
+                    dist=None,
+                )
+            )
     return out
 
 
@@ -327,13 +345,17 @@ def _plan_buffer(
 ) -> ArgPlan:
     stars = p.type_text.count("*")
     if stars > 1 or "&" in p.type_text:
-        problems.append(f"parameter {p.name!r} of {fn.name} is declared {p.type_text!r}; the harness passes one "
-                        "device buffer per pointer parameter (T* or T[]), not pointers to pointers or references")  # fmt: skip
+        problems.append(
+            f"parameter {p.name!r} of {fn.name} is declared {p.type_text!r}; the harness passes one "
+            "device buffer per pointer parameter (T* or T[]), not pointers to pointers or references"
+        )
     accepted = dtype_for_ctype(p.base_type)
     assert dtype is not None and direction is not None  # validate_against guarantees both
     if accepted is not None and dtype not in accepted:
-        problems.append(f"args.{p.name}.dtype: {p.name!r} is declared {p.base_type}*; expected dtype "
-                        f"{' or '.join(accepted)}, got {dtype!r}")  # fmt: skip
+        problems.append(
+            f"args.{p.name}.dtype: {p.name!r} is declared {p.base_type}*; expected dtype "
+            f"{' or '.join(accepted)}, got {dtype!r}"
+        )
     stem = p.name if p.name not in _RESERVED_STEMS else f"arg_{p.name}"
     while stem in stems:
         stem = f"arg_{stem}"
@@ -384,17 +406,23 @@ def _plan_shape(
                 problems.append(f"args.{a.name}.count ({label}): {exc}")
                 continue
             if c <= 0:
-                problems.append(f"args.{a.name}.count = {arg_spec.count!r} evaluates to {c} for {label}; "
-                                "a buffer needs a positive element count")  # fmt: skip
+                problems.append(
+                    f"args.{a.name}.count = {arg_spec.count!r} evaluates to {c} for {label}; "
+                    "a buffer needs a positive element count"
+                )
                 continue
             if c % a.vector_width:
-                problems.append(f"args.{a.name}.count = {c} for {label} is not a multiple of {a.vector_width} "
-                                f"({a.base_type} holds {a.vector_width} scalars)")  # fmt: skip
+                problems.append(
+                    f"args.{a.name}.count = {c} for {label} is not a multiple of {a.vector_width} "
+                    f"({a.base_type} holds {a.vector_width} scalars)"
+                )
                 continue
             nbytes = c * DTYPE_BYTES[a.dtype or "u8"]
             if nbytes > MAX_BUFFER_BYTES:
-                problems.append(f"args.{a.name}.count = {c} for {label} needs {nbytes / 2**30:,.0f} GiB; a buffer may "
-                                f"hold at most {MAX_BUFFER_BYTES // 2**30} GiB (more than any GPU's memory)")  # fmt: skip
+                problems.append(
+                    f"args.{a.name}.count = {c} for {label} needs {nbytes / 2**30:,.0f} GiB; a buffer may "
+                    f"hold at most {MAX_BUFFER_BYTES // 2**30} GiB (more than any GPU's memory)"
+                )
                 continue
             counts[a.name] = c
             if a.dir in ("in", "inout"):
@@ -426,8 +454,17 @@ def _plan_shape(
         json.dumps(names, allow_nan=False)
     except (TypeError, ValueError) as exc:
         problems.append(f"{label}: sizes cannot be written as JSON: {exc}")
-    return ShapePlan(index=si, overrides=dict(overrides), sizes=dict(names), counts=counts, scalars=scalars,
-                     dists=dists, grid=grid, block=block, smem=smem)  # fmt: skip
+    return ShapePlan(
+        index=si,
+        overrides=dict(overrides),
+        sizes=dict(names),
+        counts=counts,
+        scalars=scalars,
+        dists=dists,
+        grid=grid,
+        block=block,
+        smem=smem,
+    )
 
 
 def _check_scalar(a: ArgPlan, v: exprs.Value, label: str, problems: list[str]) -> int | float | bool | None:
@@ -478,8 +515,10 @@ def _plan_dist(
         return DistPlan("default")
     m = _DIST_RE.match(text)
     if m is None:
-        problems.append(f"{where}: {text!r} is not uniform(lo, hi), normal(mean, std), randint(lo, hi), ones(), "
-                        "arange(), arange(start), arange(start, step) or choice(a, b, ...)")  # fmt: skip
+        problems.append(
+            f"{where}: {text!r} is not uniform(lo, hi), normal(mean, std), randint(lo, hi), ones(), "
+            "arange(), arange(start), arange(start, step) or choice(a, b, ...)"
+        )
         return None
     kind: DistKind = m.group(1)  # type: ignore[assignment]
     inner = m.group(2).strip()
@@ -686,7 +725,9 @@ def generate_harness(plan: HarnessPlan, source_path: str, *, split: bool = False
     w(f"#define KERNELLSP_H_FP16 {int(plan.needs_fp16)}")
     w(f"#define KERNELLSP_H_BF16 {int(plan.needs_bf16)}")
     if split:
-        w("// Split build: the runtime proper (and main) come from the runtime unit this file is linked with.")
+        w(
+            "// Split build: the runtime proper (and main) come from the runtime unit this file is linked with."
+        )
         w("#define KERNELLSP_H_INTERFACE_ONLY 1")
     w("// ---- runtime (kernellsp/data/harness_runtime.h) " + "-" * 50)
     w(runtime.rstrip("\n"))
@@ -717,8 +758,10 @@ def generate_harness(plan: HarnessPlan, source_path: str, *, split: bool = False
                 )
         counts = ", ".join(f"{s.counts.get(a.name, 0)}ULL" for a in plan.args)
         w(f"static const u64 kCounts_{k}[] = {{{counts}}};")
-        scal = ", ".join(_c_scalar(s.scalars[a.name]) if a.name in s.scalars else "{0, 0LL, 0ULL, 0x0p+0}"
-                         for a in plan.args)  # fmt: skip
+        scal = ", ".join(
+            _c_scalar(s.scalars[a.name]) if a.name in s.scalars else "{0, 0LL, 0ULL, 0x0p+0}"
+            for a in plan.args
+        )
         w(f"static const Scalar kScalars_{k}[] = {{{scal}}};")
         dist_items = []
         for a in plan.args:
@@ -741,8 +784,10 @@ def generate_harness(plan: HarnessPlan, source_path: str, *, split: bool = False
         scalars_json = json.dumps(s.scalars, allow_nan=False)
         grid = s.grid or (0, 0, 0)
         block = s.block or (0, 0, 0)
-        w(f"    {{{_c_str(sizes_json)}, {_c_str(scalars_json)}, {{{grid[0]}u, {grid[1]}u, {grid[2]}u}}, "
-          f"{{{block[0]}u, {block[1]}u, {block[2]}u}}, {s.smem or 0}ULL, kCounts_{k}, kScalars_{k}, kDists_{k}}},")  # fmt: skip
+        w(
+            f"    {{{_c_str(sizes_json)}, {_c_str(scalars_json)}, {{{grid[0]}u, {grid[1]}u, {grid[2]}u}}, "
+            f"{{{block[0]}u, {block[1]}u, {block[2]}u}}, {s.smem or 0}ULL, kCounts_{k}, kScalars_{k}, kDists_{k}}},"
+        )
     w("};")
     w("}  // namespace kernellsp_h")
     w("// ---- the code under test " + "-" * 73)
@@ -793,8 +838,10 @@ def _glue(plan: HarnessPlan) -> str:
             msg = f"kernellsp harness: parameter {a.name} of {entry} is not a pointer, but the spec gives it dtype/dir/count"
             w(f"static_assert(std::is_pointer_v<{p}>, {_c_str(msg)});")
             msg = f"kernellsp harness: the element type of {a.name} ({a.base_type}) does not fit dtype {a.dtype}"
-            w(f"static_assert(kernellsp_h::pointee_size<{p}>() % {esize} == 0 || "
-              f"{esize} % kernellsp_h::pointee_size<{p}>() == 0, {_c_str(msg)});")  # fmt: skip
+            w(
+                f"static_assert(kernellsp_h::pointee_size<{p}>() % {esize} == 0 || "
+                f"{esize} % kernellsp_h::pointee_size<{p}>() == 0, {_c_str(msg)});"
+            )
             for s in plan.shapes:
                 nbytes = s.counts[a.name] * esize
                 msg = f"kernellsp harness: shape {s.index}: {a.name} holds {nbytes} bytes, not a whole number of {a.base_type}"
@@ -835,10 +882,14 @@ def _glue(plan: HarnessPlan) -> str:
             w(f"  {p} kl_a{i} = kernellsp_h::scalar_arg<{p}>(kl_shape, {i});")
     call_args = ", ".join(f"kl_a{a.index}" for a in plan.args)
     if plan.kind == "global":
-        w(f"  ::{entry}<<<kernellsp_h::launch_grid(kl_shape), kernellsp_h::launch_block(kl_shape), "
-          f"kernellsp_h::launch_smem(kl_shape)>>>({call_args});")  # fmt: skip
+        w(
+            f"  ::{entry}<<<kernellsp_h::launch_grid(kl_shape), kernellsp_h::launch_block(kl_shape), "
+            f"kernellsp_h::launch_smem(kl_shape)>>>({call_args});"
+        )
     else:
-        w(f'  kernellsp_h::call_launcher([&]() {{ return ::{entry}({call_args}); }}, "{entry} (its return value)");')
+        w(
+            f'  kernellsp_h::call_launcher([&]() {{ return ::{entry}({call_args}); }}, "{entry} (its return value)");'
+        )
     w("}")
     return "\n".join(G)
 
@@ -935,7 +986,9 @@ def input_set(seed: int, pattern: str = "spec", *, launch: int | None = None, ab
     if pattern not in PATTERNS:
         raise HarnessError(f"unknown input pattern {pattern!r} (one of {', '.join(PATTERNS)})")
     if launch is not None and pattern != "spec":
-        raise HarnessError("an input set drawn for a timing launch takes the spec's distribution, not a pattern")
+        raise HarnessError(
+            "an input set drawn for a timing launch takes the spec's distribution, not a pattern"
+        )
     text = str(seed) + ("" if pattern == "spec" else f":{pattern}")
     if launch is not None:
         text += f"@{launch}"
@@ -1183,9 +1236,15 @@ def _abs_bytes(data: bytearray, esize: int) -> None:
 
 
 def fill_reference(
-    plan: HarnessPlan, shape: int, seed: int, name: str, *, launch: int | None = None,
-    pattern: str = "spec", abs: bool = False,
-) -> bytes:  # fmt: skip
+    plan: HarnessPlan,
+    shape: int,
+    seed: int,
+    name: str,
+    *,
+    launch: int | None = None,
+    pattern: str = "spec",
+    abs: bool = False,
+) -> bytes:
     """The initial bytes of input buffer ``name`` that the harness uploads for ``shape`` and ``seed``.
 
     Bit-identical to the harness's host fill for every distribution except ``normal``, whose
@@ -1233,9 +1292,18 @@ def _pick_typecode(size: int, signed: bool) -> str:
     raise HarnessError(f"this Python has no {size}-byte array type")  # pragma: no cover
 
 
-_ARRAY_CODE = {"f32": "f", "f64": "d", "i8": "b", "u8": "B", "i16": _pick_typecode(2, True), "u16": _pick_typecode(2, False),
-               "i32": _pick_typecode(4, True), "u32": _pick_typecode(4, False), "i64": _pick_typecode(8, True),
-               "u64": _pick_typecode(8, False)}  # fmt: skip
+_ARRAY_CODE = {
+    "f32": "f",
+    "f64": "d",
+    "i8": "b",
+    "u8": "B",
+    "i16": _pick_typecode(2, True),
+    "u16": _pick_typecode(2, False),
+    "i32": _pick_typecode(4, True),
+    "u32": _pick_typecode(4, False),
+    "i64": _pick_typecode(8, True),
+    "u64": _pick_typecode(8, False),
+}
 
 
 def decode_buffer(data: bytes | bytearray | memoryview, dtype: str) -> array.array[Any]:
@@ -1443,8 +1511,19 @@ class HarnessResult:
         raw = self.read_input_bytes(name) if inputs else self.read_bytes(name)
         if b.dtype == "bf16":
             return (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
-        np_dtype = {"f16": "<f2", "f32": "<f4", "f64": "<f8", "i8": "i1", "u8": "u1", "i16": "<i2", "u16": "<u2",
-                    "i32": "<i4", "u32": "<u4", "i64": "<i8", "u64": "<u8"}[b.dtype]  # fmt: skip
+        np_dtype = {
+            "f16": "<f2",
+            "f32": "<f4",
+            "f64": "<f8",
+            "i8": "i1",
+            "u8": "u1",
+            "i16": "<i2",
+            "u16": "<u2",
+            "i32": "<i4",
+            "u32": "<u4",
+            "i64": "<i8",
+            "u64": "<u8",
+        }[b.dtype]
         return np.frombuffer(raw, dtype=np_dtype)
 
     def read_timings(self) -> array.array[Any]:
@@ -1501,31 +1580,66 @@ def read_result(out_dir: str | Path) -> HarnessResult:
     try:
         buffers = [
             BufferInfo(
-                name=b["name"], index=int(b.get("index", -1)), ctype=b.get("ctype", ""), dtype=b["dtype"],
-                dir=b["dir"], count=int(b["count"]), bytes=int(b.get("bytes", int(b["count"]) * DTYPE_BYTES[b["dtype"]])),
-                file=b.get("file"), input_file=b.get("input_file"),
-                hash_before=_hex_or_none(b.get("hash_before")), hash_after=_hex_or_none(b.get("hash_after")),
-                digest=_hex_or_none(b.get("digest")), unwritten=b.get("unwritten"), poison_byte=b.get("poison_byte"),
-                rep_digests=[int(x, 16) for x in b["rep_digests"]] if b.get("rep_digests") is not None else None,
-                rep_unwritten=[int(x) for x in b["rep_unwritten"]] if b.get("rep_unwritten") is not None else None,
-                guarded=bool(b.get("guarded", False)), guard_damage=b.get("guard_damage"),
+                name=b["name"],
+                index=int(b.get("index", -1)),
+                ctype=b.get("ctype", ""),
+                dtype=b["dtype"],
+                dir=b["dir"],
+                count=int(b["count"]),
+                bytes=int(b.get("bytes", int(b["count"]) * DTYPE_BYTES[b["dtype"]])),
+                file=b.get("file"),
+                input_file=b.get("input_file"),
+                hash_before=_hex_or_none(b.get("hash_before")),
+                hash_after=_hex_or_none(b.get("hash_after")),
+                digest=_hex_or_none(b.get("digest")),
+                unwritten=b.get("unwritten"),
+                poison_byte=b.get("poison_byte"),
+                rep_digests=[int(x, 16) for x in b["rep_digests"]]
+                if b.get("rep_digests") is not None
+                else None,
+                rep_unwritten=[int(x) for x in b["rep_unwritten"]]
+                if b.get("rep_unwritten") is not None
+                else None,
+                guarded=bool(b.get("guarded", False)),
+                guard_damage=b.get("guard_damage"),
             )
             for b in data.get("buffers") or []
-        ]  # fmt: skip
+        ]
 
         def set_buffers(entries: Any) -> dict[str, SetBuffer]:
-            return {name: SetBuffer(file=v.get("file"), input_file=v.get("input_file"),
-                                    hash_before=_hex_or_none(v.get("hash_before")), digest=_hex_or_none(v.get("digest")),
-                                    unwritten=v.get("unwritten"), mutated=v.get("mutated"))
-                    for name, v in (entries or {}).items()}  # fmt: skip
+            return {
+                name: SetBuffer(
+                    file=v.get("file"),
+                    input_file=v.get("input_file"),
+                    hash_before=_hex_or_none(v.get("hash_before")),
+                    digest=_hex_or_none(v.get("digest")),
+                    unwritten=v.get("unwritten"),
+                    mutated=v.get("mutated"),
+                )
+                for name, v in (entries or {}).items()
+            }
 
-        sets = [SetInfo(index=int(s["index"]), spec=str(s["spec"]), seed=int(s["seed"]), pattern=str(s["pattern"]),
-                        launch=None if s.get("launch") is None else int(s["launch"]), abs=bool(s.get("abs", False)),
-                        buffers=set_buffers(s.get("buffers")))
-                for s in data.get("sets") or []]  # fmt: skip
-        snapshots = [SnapshotInfo(index=int(s["index"]), launch=int(s["launch"]), input_seed=int(s["input_seed"]),
-                                  buffers=set_buffers(s.get("buffers")))
-                     for s in data.get("snapshots") or []]  # fmt: skip
+        sets = [
+            SetInfo(
+                index=int(s["index"]),
+                spec=str(s["spec"]),
+                seed=int(s["seed"]),
+                pattern=str(s["pattern"]),
+                launch=None if s.get("launch") is None else int(s["launch"]),
+                abs=bool(s.get("abs", False)),
+                buffers=set_buffers(s.get("buffers")),
+            )
+            for s in data.get("sets") or []
+        ]
+        snapshots = [
+            SnapshotInfo(
+                index=int(s["index"]),
+                launch=int(s["launch"]),
+                input_seed=int(s["input_seed"]),
+                buffers=set_buffers(s.get("buffers")),
+            )
+            for s in data.get("snapshots") or []
+        ]
         bw = data.get("copy_bandwidth_bytes_per_s")
         return HarnessResult(
             out_dir=d,

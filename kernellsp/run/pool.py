@@ -58,8 +58,18 @@ from kernellsp.run.runner import _LOCK_NAME, LocalRunner, Runner, RunnerError, R
 
 PLUGIN_NAME = "kernellsp-gpu"
 RESOURCE_PREFIX = "kernellsp-gpu:"
-_SMI_FIELDS = ("index", "uuid", "name", "compute_cap", "driver_version", "memory.total", "clocks.sm",
-               "clocks.max.sm", "clocks.mem", "clocks.max.mem")  # fmt: skip
+_SMI_FIELDS = (
+    "index",
+    "uuid",
+    "name",
+    "compute_cap",
+    "driver_version",
+    "memory.total",
+    "clocks.sm",
+    "clocks.max.sm",
+    "clocks.mem",
+    "clocks.max.mem",
+)
 
 
 class PoolError(RunnerError):
@@ -112,10 +122,18 @@ def _parse_smi_row(line: str) -> GpuInfo:
         raise PoolError(f"nvidia-smi gave an unexpected line: {line!r}")
     v = dict(zip(_SMI_FIELDS, parts, strict=False))
     mem = v["memory.total"]
-    return GpuInfo(index=v["index"], uuid=v["uuid"], name=v["name"], compute_cap=v["compute_cap"],
-                   driver=v["driver_version"], memory_mib=int(mem) if mem.isdigit() else None,
-                   sm_clock_mhz=v["clocks.sm"], max_sm_clock_mhz=v["clocks.max.sm"], mem_clock_mhz=v["clocks.mem"],
-                   max_mem_clock_mhz=v["clocks.max.mem"])  # fmt: skip
+    return GpuInfo(
+        index=v["index"],
+        uuid=v["uuid"],
+        name=v["name"],
+        compute_cap=v["compute_cap"],
+        driver=v["driver_version"],
+        memory_mib=int(mem) if mem.isdigit() else None,
+        sm_clock_mhz=v["clocks.sm"],
+        max_sm_clock_mhz=v["clocks.max.sm"],
+        mem_clock_mhz=v["clocks.mem"],
+        max_mem_clock_mhz=v["clocks.max.mem"],
+    )
 
 
 def list_gpus() -> list[GpuInfo]:
@@ -124,8 +142,12 @@ def list_gpus() -> list[GpuInfo]:
         smi = _smi()
     except PoolError:
         return []
-    res = subprocess.run([smi, f"--query-gpu={','.join(_SMI_FIELDS)}", "--format=csv,noheader,nounits"],
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    res = subprocess.run(
+        [smi, f"--query-gpu={','.join(_SMI_FIELDS)}", "--format=csv,noheader,nounits"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if res.returncode != 0:
         return []
     return [_parse_smi_row(ln) for ln in res.stdout.strip().splitlines() if ln.strip()]
@@ -134,8 +156,12 @@ def list_gpus() -> list[GpuInfo]:
 def query_gpu(device: str | None) -> GpuInfo:
     """The GPU ``device`` names (an index, a ``GPU-…`` UUID or a PCI bus id; None: device 0)."""
     smi = _smi()
-    res = subprocess.run([smi, "-i", device or "0", f"--query-gpu={','.join(_SMI_FIELDS)}",
-                          "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=60)  # fmt: skip
+    res = subprocess.run(
+        [smi, "-i", device or "0", f"--query-gpu={','.join(_SMI_FIELDS)}", "--format=csv,noheader,nounits"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if res.returncode != 0 or not res.stdout.strip():
         raise PoolError(
             f"nvidia-smi -i {device or '0'} found no GPU: {(res.stdout + res.stderr).strip()[:200]}"
@@ -179,8 +205,16 @@ class PinnedRunner(LocalRunner):
         self.name = f"GPU {gpu.index} ({gpu.name}) of {socket.gethostname()}"
         self.gpu_lock_name = f"kernellsp-gpu-{re.sub(r'[^A-Za-z0-9_.-]', '_', gpu.uuid)}.lock"
 
-    def _run_unwrapped(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None,
-                       env: dict[str, str] | None, gpu_lock: bool, label: str) -> RunResult:  # fmt: skip
+    def _run_unwrapped(
+        self,
+        argv: list[str],
+        workdir: str,
+        timeout_s: float,
+        cancel: threading.Event | None,
+        env: dict[str, str] | None,
+        gpu_lock: bool,
+        label: str,
+    ) -> RunResult:
         env = {**(env or {}), "CUDA_VISIBLE_DEVICES": self.gpu.uuid}
         if not gpu_lock:
             return super()._run_unwrapped(argv, workdir, timeout_s, cancel, env, gpu_lock, label)
@@ -208,8 +242,10 @@ def _flock(path: Path, shared: bool, timeout_s: float | None, cancel: threading.
                 if cancel is not None and cancel.is_set():
                     raise Cancelled("gpu lock") from None
                 if timeout_s is not None and time.monotonic() - t0 > timeout_s:
-                    raise RunnerError("busy", f"the GPU stayed busy with another kernellsp job for {timeout_s:.0f} s "
-                                              f"(lock {path})") from None  # fmt: skip
+                    raise RunnerError(
+                        "busy",
+                        f"the GPU stayed busy with another kernellsp job for {timeout_s:.0f} s (lock {path})",
+                    ) from None
                 time.sleep(0.1)
         try:
             yield
@@ -234,11 +270,21 @@ def worker_environment(runner: PinnedRunner, worker_address: str) -> dict[str, A
     """What every verdict of this worker records (the keys of :func:`kernellsp.profile.ncu.runner_environment`,
     plus the GPU's UUID and arch and the worker)."""
     g = runner.gpu
-    env: dict[str, Any] = {"runner": runner.name, "gpu": g.name, "driver": g.driver, "sm_clock_mhz": g.sm_clock_mhz,
-                           "max_sm_clock_mhz": g.max_sm_clock_mhz, "mem_clock_mhz": g.mem_clock_mhz,
-                           "max_mem_clock_mhz": g.max_mem_clock_mhz, "gpu_uuid": g.uuid, "gpu_index": g.index,
-                           "compute_capability": g.compute_cap, "arch": g.arch,
-                           "pool_worker": worker_address, "host": socket.gethostname()}  # fmt: skip
+    env: dict[str, Any] = {
+        "runner": runner.name,
+        "gpu": g.name,
+        "driver": g.driver,
+        "sm_clock_mhz": g.sm_clock_mhz,
+        "max_sm_clock_mhz": g.max_sm_clock_mhz,
+        "mem_clock_mhz": g.mem_clock_mhz,
+        "max_mem_clock_mhz": g.max_mem_clock_mhz,
+        "gpu_uuid": g.uuid,
+        "gpu_index": g.index,
+        "compute_capability": g.compute_cap,
+        "arch": g.arch,
+        "pool_worker": worker_address,
+        "host": socket.gethostname(),
+    }
     for tool in ("ncu", "nvcc"):
         env[f"{tool}_path"], env[f"{tool}_version"] = _tool_version(runner, tool)
     return env
@@ -293,11 +339,18 @@ class GpuWorkerPlugin(WorkerPlugin):
             await worker.set_resources(**{resource_name(info.gpu.name): 1})
 
     def _find(self, worker: Any) -> tuple[WorkerInfo, PinnedRunner | None]:
-        info = WorkerInfo(address=worker.address, name=str(worker.name), host=socket.gethostname(),
-                          nthreads=int(worker.state.nthreads), kernellsp_version=kernellsp.__version__)  # fmt: skip
+        info = WorkerInfo(
+            address=worker.address,
+            name=str(worker.name),
+            host=socket.gethostname(),
+            nthreads=int(worker.state.nthreads),
+            kernellsp_version=kernellsp.__version__,
+        )
         if kernellsp.__version__ != self.client_version:
-            info.problem = (f"kernellsp {kernellsp.__version__} on the worker, {self.client_version} on the client: "
-                            "install the same version on both")  # fmt: skip
+            info.problem = (
+                f"kernellsp {kernellsp.__version__} on the worker, {self.client_version} on the client: "
+                "install the same version on both"
+            )
             return info, None
         try:
             gpu = self.probe(str(worker.name), worker_device())
@@ -328,8 +381,14 @@ def _worker_info(dask_worker: Any) -> WorkerInfo:
     plugin = worker.plugins.get(PLUGIN_NAME)
     if isinstance(plugin, GpuWorkerPlugin) and plugin.info is not None:
         return plugin.info
-    return WorkerInfo(worker.address, str(worker.name), socket.gethostname(), int(worker.state.nthreads),
-                      kernellsp.__version__, problem="the kernellsp plugin has not set this worker up")  # fmt: skip
+    return WorkerInfo(
+        worker.address,
+        str(worker.name),
+        socket.gethostname(),
+        int(worker.state.nthreads),
+        kernellsp.__version__,
+        problem="the kernellsp plugin has not set this worker up",
+    )
 
 
 def _worker_sandbox(dask_worker: Any) -> sbx.SandboxStatus | None:
@@ -388,10 +447,16 @@ def run_verification(req: VerifyRequest) -> VerifyResponse:
     t0, started = time.monotonic(), time.time()
     worker = distributed.get_worker()
 
-    def answer(verdict: Any, error: str | None = None, kind: str | None = None, gpu: str | None = None,
-               verify_s: float = 0.0) -> VerifyResponse:  # fmt: skip
-        return VerifyResponse(verdict, error, kind, worker.address, gpu, time.monotonic() - t0, started, time.time(),
-                              verify_s)  # fmt: skip
+    def answer(
+        verdict: Any,
+        error: str | None = None,
+        kind: str | None = None,
+        gpu: str | None = None,
+        verify_s: float = 0.0,
+    ) -> VerifyResponse:
+        return VerifyResponse(
+            verdict, error, kind, worker.address, gpu, time.monotonic() - t0, started, time.time(), verify_s
+        )
 
     try:
         plugin = _plugin()
@@ -426,8 +491,17 @@ def run_verification(req: VerifyRequest) -> VerifyResponse:
         opts = replace(req.options, arch=runner.gpu.arch)
         fn = req.verify_fn or verify
         tv = time.monotonic()
-        verdict = fn(path, req.baseline, req.candidate, req.entry, runner, opts, dict(info.environment), cancel,
-                     progress)  # fmt: skip
+        verdict = fn(
+            path,
+            req.baseline,
+            req.candidate,
+            req.entry,
+            runner,
+            opts,
+            dict(info.environment),
+            cancel,
+            progress,
+        )
         return answer(verdict, gpu=uuid_, verify_s=time.monotonic() - tv)
     except Cancelled as exc:
         return answer(None, f"cancelled ({exc})", "cancelled", uuid_)
@@ -469,8 +543,10 @@ def _start_local_cluster(gpus: list[str]) -> tuple[Any, str]:
     if not devices:
         found = list_gpus()
         if not found:
-            raise PoolError("pool.scheduler = \"local\" needs a GPU on this host, and nvidia-smi finds none: set "
-                            "pool.scheduler to the address of a Dask scheduler with GPU workers")  # fmt: skip
+            raise PoolError(
+                'pool.scheduler = "local" needs a GPU on this host, and nvidia-smi finds none: set '
+                "pool.scheduler to the address of a Dask scheduler with GPU workers"
+            )
         devices = [g.index for g in found]
     why = ""
     try:
@@ -478,16 +554,23 @@ def _start_local_cluster(gpus: list[str]) -> tuple[Any, str]:
 
         # device_memory_limit=0: no device-memory spilling (the workers hold no device data: the code under
         # test runs in processes of its own). silence_logs=ERROR: workers' INFO lines would flood stderr.
-        cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=devices, threads_per_worker=1, device_memory_limit=0,
-                                   dashboard_address=None, silence_logs=40)  # fmt: skip
+        cluster = LocalCUDACluster(
+            CUDA_VISIBLE_DEVICES=devices,
+            threads_per_worker=1,
+            device_memory_limit=0,
+            dashboard_address=None,
+            silence_logs=40,
+        )
         return cluster, "dask-cuda LocalCUDACluster"
     except ImportError as exc:
         why = f"dask-cuda is not installed ({exc.name})"
     except Exception as exc:  # its GPU discovery or NVML failing: the same layout without it still works
         why = f"dask-cuda's LocalCUDACluster failed: {type(exc).__name__}: {exc}"
     # The layout LocalCUDACluster makes (one nanny-managed worker per GPU, pinned), from distributed's own parts.
-    workers = {f"gpu-{d}": {"cls": distributed.Nanny, "options": {"nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": d}}}
-               for d in devices}  # fmt: skip
+    workers = {
+        f"gpu-{d}": {"cls": distributed.Nanny, "options": {"nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": d}}}
+        for d in devices
+    }
     # No dashboard; the scheduler's small HTTP server (health routes) takes a free port rather than 8787.
     scheduler = {"cls": distributed.Scheduler, "options": {"dashboard": False, "dashboard_address": ":0"}}
     cluster = distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=40)
@@ -500,9 +583,16 @@ class Pool:
     Connects on first use. ``probe`` finds a worker's GPU (nvidia-smi; tests without a GPU pass their own).
     """
 
-    def __init__(self, scheduler: str = "local", gpus: list[str] | None = None, gpu_model: str | None = None,
-                 probe: Probe | None = None, connect_timeout_s: float = 60.0,
-                 no_worker_grace_s: float = 120.0, verify_fn: Callable[..., Any] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        scheduler: str = "local",
+        gpus: list[str] | None = None,
+        gpu_model: str | None = None,
+        probe: Probe | None = None,
+        connect_timeout_s: float = 60.0,
+        no_worker_grace_s: float = 120.0,
+        verify_fn: Callable[..., Any] | None = None,
+    ) -> None:
         self.scheduler = scheduler
         self.gpus = [str(g) for g in (gpus or [])]
         self.gpu_model = gpu_model
@@ -543,9 +633,11 @@ class Pool:
             raise
         except (OSError, TimeoutError) as exc:
             self._close_quietly()
-            raise PoolError(f"cannot reach the Dask scheduler at {self.scheduler} within {self.connect_timeout_s:.0f} s "
-                            f"({exc}); start one (`dask scheduler`, then `dask-cuda-worker ADDRESS` on each GPU host) "
-                            "or set pool.scheduler = \"local\"") from None  # fmt: skip
+            raise PoolError(
+                f"cannot reach the Dask scheduler at {self.scheduler} within {self.connect_timeout_s:.0f} s "
+                f"({exc}); start one (`dask scheduler`, then `dask-cuda-worker ADDRESS` on each GPU host) "
+                'or set pool.scheduler = "local"'
+            ) from None
         except Exception as exc:  # dask-cuda and the nannies raise many kinds while starting workers
             self._close_quietly()
             raise PoolError(f"the {self.label} did not start: {type(exc).__name__}: {exc}") from None
@@ -617,9 +709,18 @@ class Pool:
 
     # -- one verification
 
-    def verify(self, model: str, path: Path, baseline: str, candidate: str, entry: str, options: Any,
-               cancel: threading.Event | None, progress: Callable[[str, float | None], None] | None,
-               verify_fn: Callable[..., Any] | None = None) -> Any:  # fmt: skip
+    def verify(
+        self,
+        model: str,
+        path: Path,
+        baseline: str,
+        candidate: str,
+        entry: str,
+        options: Any,
+        cancel: threading.Event | None,
+        progress: Callable[[str, float | None], None] | None,
+        verify_fn: Callable[..., Any] | None = None,
+    ) -> Any:
         """Run one verification on a worker of ``model`` and return its Verdict (the contract of the gate's
         ``verify``: raises VerifyError when it could not run, Cancelled when cancelled)."""
         from distributed.scheduler import KilledWorker
@@ -627,15 +728,28 @@ class Pool:
         from kernellsp.optimize.verify.gate import VerifyError
 
         client = self.client()
-        req = VerifyRequest(id=uuid.uuid4().hex, file_name=path.name, baseline=baseline, candidate=candidate,
-                            entry=entry, options=options, includes=_includes(path, baseline),
-                            cancel_event=f"kernellsp-cancel-{uuid.uuid4().hex}", progress_topic=self._topic,
-                            verify_fn=verify_fn or self.verify_fn)  # fmt: skip
+        req = VerifyRequest(
+            id=uuid.uuid4().hex,
+            file_name=path.name,
+            baseline=baseline,
+            candidate=candidate,
+            entry=entry,
+            options=options,
+            includes=_includes(path, baseline),
+            cancel_event=f"kernellsp-cancel-{uuid.uuid4().hex}",
+            progress_topic=self._topic,
+            verify_fn=verify_fn or self.verify_fn,
+        )
         if progress is not None:
             self._progress[req.id] = progress
         submitted = time.time()
-        fut = client.submit(run_verification, req, key=f"kernellsp-verify-{entry}-{req.id[:12]}",
-                            resources={resource_name(model): 1}, pure=False)  # fmt: skip
+        fut = client.submit(
+            run_verification,
+            req,
+            key=f"kernellsp-verify-{entry}-{req.id[:12]}",
+            resources={resource_name(model): 1},
+            pure=False,
+        )
         last_check = time.monotonic()
         missing_since: float | None = None
         try:
@@ -659,11 +773,15 @@ class Pool:
                         missing_since = now
                     elif now - missing_since > self.no_worker_grace_s:
                         fut.cancel()
-                        raise VerifyError(f"no worker with a {model} GPU has been in the {self.label} for "
-                                          f"{self.no_worker_grace_s:.0f} s; {entry} was not verified")  # fmt: skip
+                        raise VerifyError(
+                            f"no worker with a {model} GPU has been in the {self.label} for "
+                            f"{self.no_worker_grace_s:.0f} s; {entry} was not verified"
+                        )
         except KilledWorker as exc:
-            raise VerifyError(f"verifying {entry} killed the worker running it, again on each worker it was moved "
-                              f"to ({exc}); no verdict (distributed.scheduler.allowed-failures limits the retries)") from None  # fmt: skip
+            raise VerifyError(
+                f"verifying {entry} killed the worker running it, again on each worker it was moved "
+                f"to ({exc}); no verdict (distributed.scheduler.allowed-failures limits the retries)"
+            ) from None
         except distributed.client.FutureCancelledError:
             raise Cancelled("pool") from None
         finally:
@@ -676,10 +794,17 @@ class Pool:
         v = resp.verdict
         assert v is not None  # a response without an error carries a verdict
         # Where and when: the submit → start → finish → return times split the pool's own latency.
-        v.environment["pool"] = {"scheduler": self.scheduler, "worker": resp.worker, "gpu_uuid": resp.gpu_uuid,
-                                 "submitted_at": submitted, "started_at": resp.started_at,
-                                 "finished_at": resp.finished_at, "returned_at": time.time(),
-                                 "task_seconds": resp.seconds, "verify_seconds": resp.verify_seconds}  # fmt: skip
+        v.environment["pool"] = {
+            "scheduler": self.scheduler,
+            "worker": resp.worker,
+            "gpu_uuid": resp.gpu_uuid,
+            "submitted_at": submitted,
+            "started_at": resp.started_at,
+            "finished_at": resp.finished_at,
+            "returned_at": time.time(),
+            "task_seconds": resp.seconds,
+            "verify_seconds": resp.verify_seconds,
+        }
         return v
 
     def _cancel(self, client: Any, fut: Any, req: VerifyRequest) -> None:
@@ -765,9 +890,17 @@ class PoolRunner(Runner):
         """A runner on the same pool bound to another model group (closing it leaves the pool open)."""
         return PoolRunner(self.pool, model, owner=False)
 
-    def verify_remotely(self, path: Path, baseline: str, candidate: str, entry: str, options: Any,
-                        environment: dict[str, Any] | None, cancel: threading.Event | None,
-                        progress: Callable[[str, float | None], None] | None) -> Any:  # fmt: skip
+    def verify_remotely(
+        self,
+        path: Path,
+        baseline: str,
+        candidate: str,
+        entry: str,
+        options: Any,
+        environment: dict[str, Any] | None,
+        cancel: threading.Event | None,
+        progress: Callable[[str, float | None], None] | None,
+    ) -> Any:
         """The gate's ``verify`` on a worker of this runner's model (``environment`` is the worker's own)."""
         return self.pool.verify(self.model, path, baseline, candidate, entry, options, cancel, progress)
 
@@ -776,8 +909,12 @@ class PoolRunner(Runner):
         workers = self.groups()[self.model]
         env = dict(workers[0].environment)
         env["runner"] = self.name
-        env["pool"] = {"scheduler": self.pool.scheduler, "model": self.model, "gpus": len(workers),
-                       "workers": [w.address for w in workers]}  # fmt: skip
+        env["pool"] = {
+            "scheduler": self.pool.scheduler,
+            "model": self.model,
+            "gpus": len(workers),
+            "workers": [w.address for w in workers],
+        }
         return env
 
     def sandbox_status(self) -> sbx.SandboxStatus:
@@ -791,8 +928,10 @@ class PoolRunner(Runner):
         return status
 
     def _no_steps(self) -> PoolError:
-        return PoolError(f"the {self.pool.label} verifies whole candidates on its workers and runs no single "
-                         "commands: profiling (ncu) needs runner = local or ssh")  # fmt: skip
+        return PoolError(
+            f"the {self.pool.label} verifies whole candidates on its workers and runs no single "
+            "commands: profiling (ncu) needs runner = local or ssh"
+        )
 
     def new_workdir(self) -> str:
         raise self._no_steps()
@@ -803,8 +942,15 @@ class PoolRunner(Runner):
     def get(self, workdir: str, rel_paths: list[str], dest: Path) -> list[Path]:
         raise self._no_steps()
 
-    def run(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None = None,
-            env: dict[str, str] | None = None, gpu_lock: bool = False) -> RunResult:  # fmt: skip
+    def run(
+        self,
+        argv: list[str],
+        workdir: str,
+        timeout_s: float,
+        cancel: threading.Event | None = None,
+        env: dict[str, str] | None = None,
+        gpu_lock: bool = False,
+    ) -> RunResult:
         raise self._no_steps()
 
     def which(self, tool: str) -> str | None:
@@ -834,11 +980,29 @@ def describe_workers(info: list[WorkerInfo]) -> list[str]:
     for w in info:
         if w.gpu is not None:
             seen[(w.host, w.gpu.uuid)] = seen.get((w.host, w.gpu.uuid), 0) + 1
-    lines += [f"warning: {n} workers share GPU {u} on {h} (pin one worker per GPU with CUDA_VISIBLE_DEVICES; "
-              "dask-cuda-worker does)" for (h, u), n in seen.items() if n > 1]  # fmt: skip
+    lines += [
+        f"warning: {n} workers share GPU {u} on {h} (pin one worker per GPU with CUDA_VISIBLE_DEVICES; "
+        "dask-cuda-worker does)"
+        for (h, u), n in seen.items()
+        if n > 1
+    ]
     return lines
 
 
-__all__ = ["GpuInfo", "GpuWorkerPlugin", "PinnedRunner", "Pool", "PoolError", "PoolRunner",
-           "VerifyRequest", "VerifyResponse", "WorkerInfo", "describe_workers", "list_gpus", "pool_runner",
-           "query_gpu", "run_verification", "worker_environment"]  # fmt: skip
+__all__ = [
+    "GpuInfo",
+    "GpuWorkerPlugin",
+    "PinnedRunner",
+    "Pool",
+    "PoolError",
+    "PoolRunner",
+    "VerifyRequest",
+    "VerifyResponse",
+    "WorkerInfo",
+    "describe_workers",
+    "list_gpus",
+    "pool_runner",
+    "query_gpu",
+    "run_verification",
+    "worker_environment",
+]

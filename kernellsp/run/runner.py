@@ -41,8 +41,18 @@ from kernellsp.build.nvcc import Cancelled
 from kernellsp.run import sandbox as sbx
 
 #: Environment variables passed to programs under test; everything else is dropped.
-_ENV_KEEP = ("PATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "LANG", "LC_ALL",
-             "TERM", "NVIDIA_TF32_OVERRIDE", "CUDA_DEVICE_ORDER")  # fmt: skip
+_ENV_KEEP = (
+    "PATH",
+    "LD_LIBRARY_PATH",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "CUDA_VISIBLE_DEVICES",
+    "LANG",
+    "LC_ALL",
+    "TERM",
+    "NVIDIA_TF32_OVERRIDE",
+    "CUDA_DEVICE_ORDER",
+)
 _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
 _LOCK_NAME = "kernellsp-gpu.lock"
 _RC_MARK = "__kernellsp_rc="
@@ -92,8 +102,15 @@ def _holder_json(label: str) -> str:
     import getpass
     import socket
 
-    return json.dumps({"label": label, "user": getpass.getuser(), "host": socket.gethostname(), "pid": os.getpid(),
-                       "since": time.time()})  # fmt: skip
+    return json.dumps(
+        {
+            "label": label,
+            "user": getpass.getuser(),
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "since": time.time(),
+        }
+    )
 
 
 def parse_holders(texts: list[str]) -> GpuHolder | None:
@@ -103,7 +120,9 @@ def parse_holders(texts: list[str]) -> GpuHolder | None:
         for line in text.splitlines():
             try:
                 d = json.loads(line)
-                h = GpuHolder(str(d["label"]), str(d["user"]), str(d["host"]), int(d["pid"]), float(d["since"]))
+                h = GpuHolder(
+                    str(d["label"]), str(d["user"]), str(d["host"]), int(d["pid"]), float(d["since"])
+                )
             except (ValueError, KeyError, TypeError):
                 continue
             if best is None or h.since > best.since:
@@ -135,8 +154,9 @@ class RunnerError(RuntimeError):
     ``argv`` is the command (as the caller gave it, before the sandbox's wrapper).
     """
 
-    def __init__(self, kind: str, message: str, violations: list[str] | None = None,
-                 argv: list[str] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, kind: str, message: str, violations: list[str] | None = None, argv: list[str] | None = None
+    ) -> None:
         super().__init__(message)
         self.kind = kind
         self.violations = list(violations or [])
@@ -183,11 +203,16 @@ def classify_failure(output: str) -> RunnerError | None:
             "or set NVreg_RestrictProfilingToAdminUsers=0 (https://developer.nvidia.com/ERR_NVGPUCTRPERM); "
             "timing still works without counters",
         )
-    if re.search(r"no CUDA-capable device|CUDA driver version is insufficient|cudaErrorNoDevice|"
-                 r"No supported GPU|no kernels were profiled.*device", output):  # fmt: skip
+    if re.search(
+        r"no CUDA-capable device|CUDA driver version is insufficient|cudaErrorNoDevice|"
+        r"No supported GPU|no kernels were profiled.*device",
+        output,
+    ):
         return RunnerError("no_gpu", "no usable CUDA GPU on the runner host (check nvidia-smi there)")
     if "Failed to initialize the profiler" in output or "LibraryNotLoaded" in output:
-        return RunnerError("profiler", "ncu could not start its profiler on this host: " + _last_lines(output))
+        return RunnerError(
+            "profiler", "ncu could not start its profiler on this host: " + _last_lines(output)
+        )
     return None
 
 
@@ -231,9 +256,13 @@ class Runner(ABC):
 
     def _gpu_wait_expired(self, waited_s: float, holder: GpuHolder | None) -> RunnerError:
         who = holder.describe() if holder is not None else "held by another kernellsp job"
-        return RunnerError("busy", f"the GPU on {self.name} is still busy after the {self.gpu_wait_s:g} s the "
-                                   f"gpu_wait_timeout_s setting allows ({who}); raise the setting (0 waits as long "
-                                   "as it takes) or try again later")  # fmt: skip
+        return RunnerError(
+            "busy",
+            f"the GPU on {self.name} is still busy after the {self.gpu_wait_s:g} s the "
+            f"gpu_wait_timeout_s setting allows ({who}); raise the setting (0 waits as long "
+            "as it takes) or try again later",
+        )
+
     _sandbox_probed: tuple[sbx.Sandbox | None, sbx.SandboxStatus] | None = None
 
     def sandbox_status(self) -> sbx.SandboxStatus:
@@ -251,7 +280,9 @@ class Runner(ABC):
     def _sandbox_stale(self, sb: sbx.Sandbox | None) -> bool:
         return False
 
-    def _sandbox_wrap(self, argv: list[str], workdir: str, timeout_s: float) -> tuple[list[str], sbx.Prepared | None]:
+    def _sandbox_wrap(
+        self, argv: list[str], workdir: str, timeout_s: float
+    ) -> tuple[list[str], sbx.Prepared | None]:
         """``argv`` wrapped for the sandbox, or as it is when the host cannot sandbox (``require``: refused)."""
         sb, status = self._sandbox_probe()
         if sb is None:
@@ -272,12 +303,20 @@ class Runner(ABC):
         except sbx.SandboxError as exc:
             raise RunnerError("sandbox", str(exc)) from None
         res.sandboxed = True
-        m = re.match(r"bwrap: execvp (.*?): (.*)\n?\Z", res.stderr) if res.returncode == 1 and not res.stdout else None
+        m = (
+            re.match(r"bwrap: execvp (.*?): (.*)\n?\Z", res.stderr)
+            if res.returncode == 1 and not res.stdout
+            else None
+        )
         if m:  # the program could not be started: the same error as without the sandbox
             raise RunnerError("exec", f"cannot run {argv[0]}: {m.group(2)}")
         if violations:
-            raise RunnerError("sandbox_violation", f"{Path(argv[0]).name} broke the sandbox on {self.name}: "
-                              + "; ".join(violations), violations, argv)  # fmt: skip
+            raise RunnerError(
+                "sandbox_violation",
+                f"{Path(argv[0]).name} broke the sandbox on {self.name}: " + "; ".join(violations),
+                violations,
+                argv,
+            )
         return res
 
     # The sandbox probe's view of the host (kernellsp.run.sandbox.ProbeHost).
@@ -309,8 +348,15 @@ class Runner(ABC):
         """Copy files or directories (relative to ``workdir``) into ``dest``; missing ones are skipped."""
 
     @abstractmethod
-    def run(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None = None,
-            env: dict[str, str] | None = None, gpu_lock: bool = False) -> RunResult:  # fmt: skip
+    def run(
+        self,
+        argv: list[str],
+        workdir: str,
+        timeout_s: float,
+        cancel: threading.Event | None = None,
+        env: dict[str, str] | None = None,
+        gpu_lock: bool = False,
+    ) -> RunResult:
         """Run ``argv`` in ``workdir`` with a clean environment; raise RunnerError on timeout."""
 
     @abstractmethod
@@ -324,8 +370,16 @@ class Runner(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook: only runners that hold something override it
         """Release what the runner holds open (a local runner holds nothing)."""
 
-    def cached_build(self, key: str, argv: list[str], out_rel: str, workdir: str, timeout_s: float,
-                     cancel: threading.Event | None = None, use_cache: bool = True) -> RunResult:  # fmt: skip
+    def cached_build(
+        self,
+        key: str,
+        argv: list[str],
+        out_rel: str,
+        workdir: str,
+        timeout_s: float,
+        cancel: threading.Event | None = None,
+        use_cache: bool = True,
+    ) -> RunResult:
         """Run the build ``argv`` unless a binary with this content ``key`` was built before on this host.
 
         The cache lives on the runner host (the local cache directory's ``bin/``, or ``<scratch root>/bin/``
@@ -358,20 +412,38 @@ class Runner(ABC):
     def require(self, tool: str) -> str:
         path = self.which(tool)
         if path is None:
-            hints = {"nvcc": "install the CUDA toolkit there and put its bin/ on PATH",
-                     "ncu": "install Nsight Compute there (it ships with the CUDA toolkit) and put ncu on PATH",
-                     "compute-sanitizer": "compute-sanitizer ships with the CUDA toolkit; put its bin/ on PATH"}  # fmt: skip
-            raise RunnerError(f"no_{tool.replace('-', '_')}",
-                              f"{tool} not found on {self.name}: {hints.get(tool, 'install it there')}")  # fmt: skip
+            hints = {
+                "nvcc": "install the CUDA toolkit there and put its bin/ on PATH",
+                "ncu": "install Nsight Compute there (it ships with the CUDA toolkit) and put ncu on PATH",
+                "compute-sanitizer": "compute-sanitizer ships with the CUDA toolkit; put its bin/ on PATH",
+            }
+            raise RunnerError(
+                f"no_{tool.replace('-', '_')}",
+                f"{tool} not found on {self.name}: {hints.get(tool, 'install it there')}",
+            )
         return path
 
 
-def _popen_run(argv: list[str], cwd: str | None, timeout_s: float, cancel: threading.Event | None,
-               env: dict[str, str] | None, label: str) -> RunResult:  # fmt: skip
+def _popen_run(
+    argv: list[str],
+    cwd: str | None,
+    timeout_s: float,
+    cancel: threading.Event | None,
+    env: dict[str, str] | None,
+    label: str,
+) -> RunResult:
     t0 = time.monotonic()
     try:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                errors="replace", start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
     except OSError as exc:
         raise RunnerError("exec", f"cannot run {argv[0]}: {exc.strerror or exc}") from None
     deadline = t0 + timeout_s
@@ -385,8 +457,11 @@ def _popen_run(argv: list[str], cwd: str | None, timeout_s: float, cancel: threa
                 raise Cancelled(label) from None
             if time.monotonic() > deadline:
                 _killpg(proc)
-                raise RunnerError("timeout", f"{label} did not finish within {timeout_s:.0f} s and was killed "
-                                             "(a hanging kernel? raise the timeout if the work is really that long)") from None  # fmt: skip
+                raise RunnerError(
+                    "timeout",
+                    f"{label} did not finish within {timeout_s:.0f} s and was killed "
+                    "(a hanging kernel? raise the timeout if the work is really that long)",
+                ) from None
 
 
 def _killpg(proc: subprocess.Popen[str]) -> None:
@@ -401,15 +476,30 @@ def _killpg(proc: subprocess.Popen[str]) -> None:
 class HostRunner(Runner):
     """A runner that starts processes on one host (this one, or over ssh) inside the sandbox."""
 
-    def run(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None = None,
-            env: dict[str, str] | None = None, gpu_lock: bool = False) -> RunResult:  # fmt: skip
+    def run(
+        self,
+        argv: list[str],
+        workdir: str,
+        timeout_s: float,
+        cancel: threading.Event | None = None,
+        env: dict[str, str] | None = None,
+        gpu_lock: bool = False,
+    ) -> RunResult:
         wrapped, prepared = self._sandbox_wrap(argv, workdir, timeout_s)
         res = self._run_unwrapped(wrapped, workdir, timeout_s, cancel, env, gpu_lock, Path(argv[0]).name)
         return self._sandbox_finish(prepared, res, argv)
 
     @abstractmethod
-    def _run_unwrapped(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None,
-                       env: dict[str, str] | None, gpu_lock: bool, label: str) -> RunResult:  # fmt: skip
+    def _run_unwrapped(
+        self,
+        argv: list[str],
+        workdir: str,
+        timeout_s: float,
+        cancel: threading.Event | None,
+        env: dict[str, str] | None,
+        gpu_lock: bool,
+        label: str,
+    ) -> RunResult:
         """Run the (already wrapped) command on the host, with the environment and the GPU lock."""
 
 
@@ -450,8 +540,16 @@ class LocalRunner(HostRunner):
                 out.append(target)
         return out
 
-    def _run_unwrapped(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None,
-                       env: dict[str, str] | None, gpu_lock: bool, label: str) -> RunResult:  # fmt: skip
+    def _run_unwrapped(
+        self,
+        argv: list[str],
+        workdir: str,
+        timeout_s: float,
+        cancel: threading.Event | None,
+        env: dict[str, str] | None,
+        gpu_lock: bool,
+        label: str,
+    ) -> RunResult:
         full_env = clean_env(env, home=workdir)
         if not gpu_lock:
             return _popen_run(argv, workdir, timeout_s, cancel, full_env, label)
@@ -462,8 +560,11 @@ class LocalRunner(HostRunner):
             # Read-only and world-readable: another user's kernellsp can take the same lock (flock needs no write).
             fd = os.open(lock_path, os.O_RDONLY | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise RunnerError("lock", f"cannot open the GPU lock {lock_path}: {exc.strerror or exc} "
-                                      "(remove it, or point TMPDIR elsewhere)") from None  # fmt: skip
+            raise RunnerError(
+                "lock",
+                f"cannot open the GPU lock {lock_path}: {exc.strerror or exc} "
+                "(remove it, or point TMPDIR elsewhere)",
+            ) from None
         with os.fdopen(fd) as fh:
             t0 = time.monotonic()
             shown: str | None = None
@@ -488,7 +589,9 @@ class LocalRunner(HostRunner):
                             self._gpu_waiting(_waiting_message(holder, "", now - t0))
                     time.sleep(0.1)
             mine = lock_path.parent / f"{lock_path.name}.holder.{os.getuid()}"
-            with contextlib.suppress(OSError):  # the record is for waiters' messages; the lock works without it
+            with contextlib.suppress(
+                OSError
+            ):  # the record is for waiters' messages; the lock works without it
                 tmp = mine.with_name(f"{mine.name}.{uuid.uuid4().hex[:6]}")
                 tmp.write_text(_holder_json(self.job_label) + "\n", encoding="utf-8")
                 os.chmod(tmp, 0o644)
@@ -520,7 +623,9 @@ class LocalRunner(HostRunner):
 
     def _sandbox_facts(self, script: str) -> str:
         # The user's own environment: the facts include $HOME, the home to hide.
-        res = subprocess.run(["sh", script, "facts"], capture_output=True, text=True, timeout=30, errors="replace")
+        res = subprocess.run(
+            ["sh", script, "facts"], capture_output=True, text=True, timeout=30, errors="replace"
+        )
         return res.stdout
 
     def _sandbox_canary_root(self) -> str:
@@ -586,8 +691,14 @@ class SshRunner(HostRunner):
     #: The host's GPU lock, the one a local runner there takes too (:func:`gpu_lock_dir`).
     gpu_lock_name: str = _LOCK_NAME
 
-    def __init__(self, target: str, ssh: str = "ssh", connect_timeout_s: int = 10,
-                 extra_options: list[str] | None = None, sandbox: str | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        target: str,
+        ssh: str = "ssh",
+        connect_timeout_s: int = 10,
+        extra_options: list[str] | None = None,
+        sandbox: str | None = None,
+    ) -> None:
         if not target or target.startswith("-") or any(c.isspace() for c in target):
             raise RunnerError("bad_host", f"--gpu-host {target!r}: expected user@host or an ssh alias")
         self.target, self.port = self._split_port(target)
@@ -609,25 +720,48 @@ class SshRunner(HostRunner):
 
     def _base(self) -> list[str]:
         opts = [
-            self.ssh, "-o", "BatchMode=yes", "-o", f"ConnectTimeout={self.connect_timeout_s}",
-            "-o", "ControlMaster=auto", "-o", f"ControlPath={self._control}", "-o", "ControlPersist=120",
-            "-o", "ServerAliveInterval=15", *self.extra_options,
-        ]  # fmt: skip
+            self.ssh,
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            f"ConnectTimeout={self.connect_timeout_s}",
+            "-o",
+            "ControlMaster=auto",
+            "-o",
+            f"ControlPath={self._control}",
+            "-o",
+            "ControlPersist=120",
+            "-o",
+            "ServerAliveInterval=15",
+            *self.extra_options,
+        ]
         if self.port:
             opts += ["-p", self.port]
         return [*opts, self.target]
 
-    def _ssh(self, remote_cmd: str, timeout_s: float, stdin: bytes | None = None,
-             cancel: threading.Event | None = None,
-             on_abort: Callable[[], object] | None = None) -> subprocess.CompletedProcess[bytes]:  # fmt: skip
+    def _ssh(
+        self,
+        remote_cmd: str,
+        timeout_s: float,
+        stdin: bytes | None = None,
+        cancel: threading.Event | None = None,
+        on_abort: Callable[[], object] | None = None,
+    ) -> subprocess.CompletedProcess[bytes]:
         """Run ``remote_cmd``; on cancel or timeout ``on_abort`` runs first (it kills the remote job: killing
         the local ssh alone leaves it running, and a multiplexed session keeps our pipes open until it ends)."""
         argv = [*self._base(), remote_cmd]
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
         except OSError as exc:
-            raise RunnerError("no_ssh", f"cannot run {self.ssh}: {exc.strerror or exc} (install an ssh client)") from None
+            raise RunnerError(
+                "no_ssh", f"cannot run {self.ssh}: {exc.strerror or exc} (install an ssh client)"
+            ) from None
         deadline = time.monotonic() + timeout_s
         pending = stdin
         while True:
@@ -644,14 +778,19 @@ class SshRunner(HostRunner):
                     _killpg(proc)  # type: ignore[arg-type]
                     if cancelled:
                         raise Cancelled("ssh") from None
-                    raise RunnerError("timeout", f"command on {self.name} did not finish within {timeout_s:.0f} s "
-                                                 "and was killed") from None  # fmt: skip
+                    raise RunnerError(
+                        "timeout",
+                        f"command on {self.name} did not finish within {timeout_s:.0f} s and was killed",
+                    ) from None
         res = subprocess.CompletedProcess(argv, proc.returncode, out, err)
         if res.returncode == 255:
             msg = err.decode(errors="replace").strip()
-            raise RunnerError("unreachable", f"cannot reach {self.name} over ssh: {msg.splitlines()[-1] if msg else 'exit 255'} "
-                                             "(check the host name, that sshd runs there, and that key-based login works: "
-                                             f"`{self._manual_ssh()} true`)")  # fmt: skip
+            raise RunnerError(
+                "unreachable",
+                f"cannot reach {self.name} over ssh: {msg.splitlines()[-1] if msg else 'exit 255'} "
+                "(check the host name, that sshd runs there, and that key-based login works: "
+                f"`{self._manual_ssh()} true`)",
+            )
         return res
 
     def _manual_ssh(self) -> str:
@@ -662,8 +801,11 @@ class SshRunner(HostRunner):
         if self._remote_root is None:
             res = self._ssh('d="${TMPDIR:-/tmp}/kernellsp-$(id -u)"; mkdir -p "$d" && cd "$d" && pwd', 60)
             if res.returncode != 0:
-                raise RunnerError("remote", f"cannot create a scratch directory on {self.name}: "
-                                            f"{res.stderr.decode(errors='replace').strip()}")  # fmt: skip
+                raise RunnerError(
+                    "remote",
+                    f"cannot create a scratch directory on {self.name}: "
+                    f"{res.stderr.decode(errors='replace').strip()}",
+                )
             self._remote_root = res.stdout.decode().strip()
         return self._remote_root
 
@@ -684,15 +826,22 @@ class SshRunner(HostRunner):
                 tar.addfile(info, io.BytesIO(data))
         res = self._ssh(f"cd {shlex.quote(workdir)} && tar -xzf -", 300, stdin=buf.getvalue())
         if res.returncode != 0:
-            raise RunnerError("copy", f"copying files to {self.name} failed: {res.stderr.decode(errors='replace').strip()}")
+            raise RunnerError(
+                "copy", f"copying files to {self.name} failed: {res.stderr.decode(errors='replace').strip()}"
+            )
 
     def get(self, workdir: str, rel_paths: list[str], dest: Path) -> list[Path]:
         quoted = " ".join(shlex.quote(r) for r in rel_paths)
-        cmd = f"cd {shlex.quote(workdir)} && for p in {quoted}; do [ -e \"$p\" ] && printf '%s\\0' \"$p\"; done | " \
-              "xargs -0 -r tar -czf - --"  # fmt: skip
+        cmd = (
+            f'cd {shlex.quote(workdir)} && for p in {quoted}; do [ -e "$p" ] && printf \'%s\\0\' "$p"; done | '
+            "xargs -0 -r tar -czf - --"
+        )
         res = self._ssh(cmd, 600)
         if res.returncode != 0:
-            raise RunnerError("copy", f"fetching results from {self.name} failed: {res.stderr.decode(errors='replace').strip()}")
+            raise RunnerError(
+                "copy",
+                f"fetching results from {self.name} failed: {res.stderr.decode(errors='replace').strip()}",
+            )
         dest.mkdir(parents=True, exist_ok=True)
         out: list[Path] = []
         if not res.stdout:
@@ -705,15 +854,29 @@ class SshRunner(HostRunner):
             out = [dest / r for r in rel_paths if (dest / r).exists()]
         return out
 
-    def _run_unwrapped(self, argv: list[str], workdir: str, timeout_s: float, cancel: threading.Event | None,
-                       env: dict[str, str] | None, gpu_lock: bool, label: str) -> RunResult:  # fmt: skip
+    def _run_unwrapped(
+        self,
+        argv: list[str],
+        workdir: str,
+        timeout_s: float,
+        cancel: threading.Event | None,
+        env: dict[str, str] | None,
+        gpu_lock: bool,
+        label: str,
+    ) -> RunResult:
         # Remote environment: the login PATH plus CUDA's usual place, HOME in the scratch dir, no secrets
         # (ssh does not forward ours; SendEnv is not used).
-        assigns = [f"HOME={shlex.quote(workdir)}", f"TMPDIR={shlex.quote(workdir)}", "NVIDIA_TF32_OVERRIDE=0",
-                   'PATH="$PATH:/usr/local/cuda/bin"']  # fmt: skip
+        assigns = [
+            f"HOME={shlex.quote(workdir)}",
+            f"TMPDIR={shlex.quote(workdir)}",
+            "NVIDIA_TF32_OVERRIDE=0",
+            'PATH="$PATH:/usr/local/cuda/bin"',
+        ]
         # The remote host's own CUDA settings (which GPU, where the driver libraries are) pass through, as
         # the local runner keeps this host's: ${VAR+"VAR=$VAR"} is one word when set, nothing when unset.
-        assigns += [f'${{{k}+"{k}=${k}"}}' for k in _ENV_KEEP if k not in ("PATH", "NVIDIA_TF32_OVERRIDE", "TERM")]
+        assigns += [
+            f'${{{k}+"{k}=${k}"}}' for k in _ENV_KEEP if k not in ("PATH", "NVIDIA_TF32_OVERRIDE", "TERM")
+        ]
         for k, v in (env or {}).items():
             if not _SECRET.search(k) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
                 assigns.append(f"{k}={shlex.quote(v)}")
@@ -725,9 +888,11 @@ class SshRunner(HostRunner):
             lock = f'"${{KERNELLSP_GPU_LOCK_DIR:-/tmp}}"/{shlex.quote(self.gpu_lock_name)}'
             self._wait_remote_lock(lock, cancel)
             rec = shlex.quote(json.dumps(self.job_label))
-            holder = (f'h={lock}.holder.$(id -u); printf \'{{"label": %s, "user": "%s", "host": "%s", "pid": %s, '
-                      f'"since": %s}}\\n\' {rec} "$(id -un)" "$(hostname)" $$ "$(date +%s)" > "$h.$$" && '
-                      f'chmod 644 "$h.$$" && mv -f "$h.$$" "$h"; trap \'rm -f "$h"\' EXIT; ')
+            holder = (
+                f'h={lock}.holder.$(id -u); printf \'{{"label": %s, "user": "%s", "host": "%s", "pid": %s, '
+                f'"since": %s}}\\n\' {rec} "$(id -un)" "$(hostname)" $$ "$(date +%s)" > "$h.$$" && '
+                f'chmod 644 "$h.$$" && mv -f "$h.$$" "$h"; trap \'rm -f "$h"\' EXIT; '
+            )
             body = f"flock -E {_LOCK_BUSY} -w {int(timeout_s)} {lock} sh -c {shlex.quote(holder + body)}"
         # The lock wait (up to timeout_s) must not eat into the command's own time limit.
         limit = int(timeout_s) * (2 if gpu_lock else 1) + 5
@@ -750,16 +915,21 @@ class SshRunner(HostRunner):
             # Another job took the lock between the wait and this command: wait in line again.
             return self._run_unwrapped(argv, workdir, timeout_s, cancel, env, gpu_lock, label)
         if rc == 137 and rr.seconds >= timeout_s:  # killed by `timeout`; an earlier SIGKILL is a crash
-            raise RunnerError("timeout", f"{label} on {self.name} did not finish within {timeout_s:.0f} s "
-                                         "and was killed (a hanging kernel?)")  # fmt: skip
+            raise RunnerError(
+                "timeout",
+                f"{label} on {self.name} did not finish within {timeout_s:.0f} s "
+                "and was killed (a hanging kernel?)",
+            )
         return rr
 
     def _wait_remote_lock(self, lock: str, cancel: threading.Event | None) -> None:
         """Until the host's GPU lock is free: ask every few seconds, report who holds it, honour cancel and
         ``gpu_wait_s``."""
-        probe = (f'L={lock}; if flock -n -E {_LOCK_BUSY} "$L" true; then echo FREE; else for f in "$L".holder.*; do '
-                 '[ -f "$f" ] || continue; p=$(sed -n \'s/.*"pid": *\\([0-9]*\\).*/\\1/p\' "$f"); '
-                 '[ -n "$p" ] && [ -d "/proc/$p" ] && cat "$f"; done; fi')  # fmt: skip
+        probe = (
+            f'L={lock}; if flock -n -E {_LOCK_BUSY} "$L" true; then echo FREE; else for f in "$L".holder.*; do '
+            '[ -f "$f" ] || continue; p=$(sed -n \'s/.*"pid": *\\([0-9]*\\).*/\\1/p\' "$f"); '
+            '[ -n "$p" ] && [ -d "/proc/$p" ] && cat "$f"; done; fi'
+        )
         t0 = time.monotonic()
         shown: str | None = None
         holder: GpuHolder | None = None
@@ -769,9 +939,12 @@ class SshRunner(HostRunner):
             if res.returncode == 0 and text.startswith("FREE"):
                 return
             if res.returncode not in (0, _LOCK_BUSY):
-                raise RunnerError("lock", f"cannot take the GPU lock on {self.name}: "
-                                          f"{res.stderr.decode(errors='replace').strip() or 'flock failed'} "
-                                          "(is util-linux's flock installed there?)")  # fmt: skip
+                raise RunnerError(
+                    "lock",
+                    f"cannot take the GPU lock on {self.name}: "
+                    f"{res.stderr.decode(errors='replace').strip() or 'flock failed'} "
+                    "(is util-linux's flock installed there?)",
+                )
             now = time.monotonic()
             holder = parse_holders([text])
             if self.gpu_wait_s is not None and now - t0 > self.gpu_wait_s:
@@ -792,11 +965,15 @@ class SshRunner(HostRunner):
             path = f"{d}/{name}"
             # Content-named files: written once per host, atomically (a half-written script never runs).
             tmp = f"{path}.{uuid.uuid4().hex[:6]}"
-            cmd = (f"mkdir -p {shlex.quote(d)} && chmod 700 {shlex.quote(d)} && {{ test -f {shlex.quote(path)} || "
-                   f"{{ cat > {shlex.quote(tmp)} && mv -f {shlex.quote(tmp)} {shlex.quote(path)}; }}; }}")  # fmt: skip
+            cmd = (
+                f"mkdir -p {shlex.quote(d)} && chmod 700 {shlex.quote(d)} && {{ test -f {shlex.quote(path)} || "
+                f"{{ cat > {shlex.quote(tmp)} && mv -f {shlex.quote(tmp)} {shlex.quote(path)}; }}; }}"
+            )
             res = self._ssh(cmd, 60, stdin=data)
             if res.returncode != 0:
-                raise OSError(f"cannot write {path} on {self.name}: {res.stderr.decode(errors='replace').strip()}")
+                raise OSError(
+                    f"cannot write {path} on {self.name}: {res.stderr.decode(errors='replace').strip()}"
+                )
             out[name] = path
         return out
 
@@ -820,12 +997,18 @@ class SshRunner(HostRunner):
 
     def _bin_cache_get(self, key: str, out_rel: str, workdir: str) -> bool:
         src = f"{self.root()}/bin/{key}"
-        res = self._ssh(f"test -f {shlex.quote(src)} && cp -p {shlex.quote(src)} {shlex.quote(workdir + '/' + out_rel)}", 60)
+        res = self._ssh(
+            f"test -f {shlex.quote(src)} && cp -p {shlex.quote(src)} {shlex.quote(workdir + '/' + out_rel)}",
+            60,
+        )
         return res.returncode == 0
 
     def _bin_cache_put(self, key: str, out_rel: str, workdir: str) -> None:
         d = f"{self.root()}/bin"
-        self._ssh(f"mkdir -p {shlex.quote(d)} && cp -p {shlex.quote(workdir + '/' + out_rel)} {shlex.quote(d + '/' + key)}", 60)
+        self._ssh(
+            f"mkdir -p {shlex.quote(d)} && cp -p {shlex.quote(workdir + '/' + out_rel)} {shlex.quote(d + '/' + key)}",
+            60,
+        )
 
     def cleanup(self, workdir: str) -> None:
         if workdir.startswith(self.root() + "/job-"):
@@ -835,13 +1018,17 @@ class SshRunner(HostRunner):
         """End the shared ssh connection."""
         # Best effort: a master that is already gone, or an ssh that hangs, must not fail the caller's exit.
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            subprocess.run([self.ssh, "-o", f"ControlPath={self._control}", "-O", "exit", self.target],
-                           capture_output=True, timeout=10)  # fmt: skip
+            subprocess.run(
+                [self.ssh, "-o", f"ControlPath={self._control}", "-O", "exit", self.target],
+                capture_output=True,
+                timeout=10,
+            )
         shutil.rmtree(self._control_dir, ignore_errors=True)
 
 
-def make_runner(runner: str = "local", gpu_host: str | None = None, sandbox: str | None = None,
-                settings: Any = None) -> Runner:  # fmt: skip
+def make_runner(
+    runner: str = "local", gpu_host: str | None = None, sandbox: str | None = None, settings: Any = None
+) -> Runner:
     """The runner the settings ask for; ``sandbox`` defaults to ``$KERNELLSP_SANDBOX`` (or ``auto``).
 
     ``runner = "pool"`` needs ``settings`` (its ``pool`` section) and Dask (the ``cluster`` extra).
@@ -860,8 +1047,10 @@ def _pool_runner(settings: Any) -> Runner:
     try:
         from kernellsp.run.pool import pool_runner
     except ImportError as exc:
-        raise RunnerError("pool", f"runner = pool needs Dask ({exc.name} is not installed): "
-                                  "pip install 'kernellsp[cluster]'") from None  # fmt: skip
+        raise RunnerError(
+            "pool",
+            f"runner = pool needs Dask ({exc.name} is not installed): pip install 'kernellsp[cluster]'",
+        ) from None
     if settings is None:
         raise RunnerError("pool", "runner = pool needs the pool settings (pool.scheduler, pool.gpus)")
     return pool_runner(settings)

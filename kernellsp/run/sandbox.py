@@ -208,8 +208,23 @@ def _under_any(path: str, roots: Sequence[str]) -> bool:
 
 
 #: Parts of a home that are never bound into the sandbox, even when a tool seems to live there.
-_NEVER = (".ssh", ".gnupg", ".aws", ".azure", ".config", ".docker", ".kube", ".netrc", ".password-store",
-          ".git-credentials", ".mozilla", ".local/share", ".local/state", ".cache", ".pki")  # fmt: skip
+_NEVER = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config",
+    ".docker",
+    ".kube",
+    ".netrc",
+    ".password-store",
+    ".git-credentials",
+    ".mozilla",
+    ".local/share",
+    ".local/state",
+    ".cache",
+    ".pki",
+)
 
 
 def exposed_prefixes(path: str, homes: Sequence[str]) -> list[str]:
@@ -264,11 +279,15 @@ class SandboxStatus:
     def describe(self) -> str:
         """One line: what confines the code under test on this host, or that nothing does and why."""
         if self.mode == "off":
-            return (f"UNCONFINED on {self.host}: the sandbox is turned off (KERNELLSP_SANDBOX=off); nvcc, the "
-                    "harness, compute-sanitizer and ncu run with the user's network, home and file system")  # fmt: skip
+            return (
+                f"UNCONFINED on {self.host}: the sandbox is turned off (KERNELLSP_SANDBOX=off); nvcc, the "
+                "harness, compute-sanitizer and ncu run with the user's network, home and file system"
+            )
         if self.mode == "unconfined":
-            return (f"UNCONFINED on {self.host}: {self.reason}; nvcc, the harness, compute-sanitizer and ncu run "
-                    "with the user's network, home and file system (only the environment is cleaned)")  # fmt: skip
+            return (
+                f"UNCONFINED on {self.host}: {self.reason}; nvcc, the harness, compute-sanitizer and ncu run "
+                "with the user's network, home and file system (only the environment is cleaned)"
+            )
         parts = [
             "no network",
             "read-only file system outside the scratch directory",
@@ -350,12 +369,19 @@ class Sandbox:
         mkdirs = _mount_points([*homes, *exposed, workdir], homes, tool_mode)
         limits = Limits(cpu_s=self._cpu_limit(timeout_s), data_bytes=self._data_limit())
         cmd = [
-            "sh", self.script, "run", nonce, canary, self.filter_path if use_seccomp and self.filter_path else "-",
-            str(len(homes)), *mkdirs, "--",
+            "sh",
+            self.script,
+            "run",
+            nonce,
+            canary,
+            self.filter_path if use_seccomp and self.filter_path else "-",
+            str(len(homes)),
+            *mkdirs,
+            "--",
             *self._prlimit(limits),
             *bwrap_args(self.facts, workdir, f"{canary}/tree", tool_mode, use_seccomp, exposed),
             *argv,
-        ]  # fmt: skip
+        ]
         return Prepared(cmd, nonce, list(homes), tool_mode, use_seccomp)
 
     def _cpu_limit(self, timeout_s: float) -> int:
@@ -372,8 +398,13 @@ class Sandbox:
     def _prlimit(self, limits: Limits) -> list[str]:
         if not self.facts.prlimit:
             return []
-        out = [self.facts.prlimit, f"--cpu={limits.cpu_s}", f"--fsize={limits.file_bytes}",
-               f"--nofile={limits.open_files}", "--core=0"]  # fmt: skip
+        out = [
+            self.facts.prlimit,
+            f"--cpu={limits.cpu_s}",
+            f"--fsize={limits.file_bytes}",
+            f"--nofile={limits.open_files}",
+            "--core=0",
+        ]
         if limits.data_bytes is not None:
             out.append(f"--data={limits.data_bytes}")
         return [*out, "--"]
@@ -385,12 +416,18 @@ class Sandbox:
             raise SandboxError(f"the sandbox on {self.status.host} could not start: {error}")
         # A directory whose entries were created or deleted is "changed" too; name the entries only.
         paths = [ln.partition(" ")[2] for ln in lines]
-        lines = [ln for ln, p in zip(lines, paths, strict=True)
-                 if not (ln.startswith("changed ") and any(q.startswith(p + "/") for q in paths))]  # fmt: skip
+        lines = [
+            ln
+            for ln, p in zip(lines, paths, strict=True)
+            if not (ln.startswith("changed ") and any(q.startswith(p + "/") for q in paths))
+        ]
         violations = [_describe(line, prepared.homes) for line in lines]
         if prepared.seccomp and returncode == SECCOMP_EXIT:
-            violations.insert(0, "opened an internet socket (AF_INET/AF_INET6/AF_PACKET): killed by the sandbox's "
-                                 "seccomp filter")  # fmt: skip
+            violations.insert(
+                0,
+                "opened an internet socket (AF_INET/AF_INET6/AF_PACKET): killed by the sandbox's "
+                "seccomp filter",
+            )
         return clean, violations
 
 
@@ -414,12 +451,26 @@ def _mount_points(targets: list[str], homes: list[str], tool_mode: bool) -> list
     return out
 
 
-def bwrap_args(facts: HostFacts, workdir: str, tree: str, tool_mode: bool, seccomp: bool,
-               exposed: Sequence[str] = ()) -> list[str]:  # fmt: skip
+def bwrap_args(
+    facts: HostFacts, workdir: str, tree: str, tool_mode: bool, seccomp: bool, exposed: Sequence[str] = ()
+) -> list[str]:
     """The bubblewrap command line for ``workdir`` with the canary ``tree`` (docs/sandbox.md, "Mounts")."""
     assert facts.bwrap is not None
-    a = [facts.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-         "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]  # fmt: skip
+    a = [
+        facts.bwrap,
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--ro-bind",
+        "/",
+        "/",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+    ]
     for d in facts.devices:
         a += ["--dev-bind", d, d]
     hidden = [d for d in ("/home", "/run", "/var/tmp") if d in facts.dirs]
@@ -448,8 +499,16 @@ def bwrap_args(facts: HostFacts, workdir: str, tree: str, tool_mode: bool, secco
     return [*a, "--"]
 
 
-_SECRET_DIRS = frozenset({"/etc/ssh", "/etc/sudoers.d", "/var/lib/docker", "/var/lib/containers", "/var/lib/kubelet",
-                          "/var/lib/sss"})  # fmt: skip
+_SECRET_DIRS = frozenset(
+    {
+        "/etc/ssh",
+        "/etc/sudoers.d",
+        "/var/lib/docker",
+        "/var/lib/containers",
+        "/var/lib/kubelet",
+        "/var/lib/sss",
+    }
+)
 
 
 def parse_report(stderr: str, nonce: str) -> tuple[str, list[str], str | None]:
@@ -522,17 +581,31 @@ def probe(host: ProbeHost, setting: str) -> tuple[Sandbox | None, SandboxStatus]
             "unconfined", host.name, f"bubblewrap (bwrap) is not installed ({_INSTALL_BWRAP})"
         )
     if not facts.find_printf:
-        return None, SandboxStatus("unconfined", host.name, "the sandbox needs GNU find (findutils) to check its "
-                                                            "canary files; install findutils")  # fmt: skip
+        return None, SandboxStatus(
+            "unconfined",
+            host.name,
+            "the sandbox needs GNU find (findutils) to check its canary files; install findutils",
+        )
     filt = seccomp_filter(facts.machine)
     filter_path = None
     if filt is not None:
         name = f"seccomp-{facts.machine}-{hashlib.sha256(filt).hexdigest()[:12]}.bpf"
         with contextlib.suppress(OSError, RuntimeError):
             filter_path = host._sandbox_install({name: filt})[name]
-    sb = Sandbox(facts, paths[f"sandbox-{digest}.sh"], filter_path, host._sandbox_canary_root(),
-                 SandboxStatus("bwrap", host.name, tool=facts.bwrap_version or "bwrap", limits=bool(facts.prlimit),
-                               as_root=facts.uid == 0), host._sandbox_resolver())  # fmt: skip
+    sb = Sandbox(
+        facts,
+        paths[f"sandbox-{digest}.sh"],
+        filter_path,
+        host._sandbox_canary_root(),
+        SandboxStatus(
+            "bwrap",
+            host.name,
+            tool=facts.bwrap_version or "bwrap",
+            limits=bool(facts.prlimit),
+            as_root=facts.uid == 0,
+        ),
+        host._sandbox_resolver(),
+    )
     decoy = f"{facts.homes[0]}/.ssh/id_rsa" if facts.homes else "/dev/null"
     failure = ""
     for with_seccomp in [True, False] if filter_path else [False]:
@@ -572,8 +645,10 @@ def _last_line(text: str) -> str:
 def _hint(failure: str) -> str:
     low = failure.lower()
     if "user namespace" in low or "uid map" in low or "no permissions to creat" in low:
-        return (" (unprivileged user namespaces are off: sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu "
-                "24.04 kernel.apparmor_restrict_unprivileged_userns=0; in a container, allow user namespaces)")  # fmt: skip
+        return (
+            " (unprivileged user namespaces are off: sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu "
+            "24.04 kernel.apparmor_restrict_unprivileged_userns=0; in a container, allow user namespaces)"
+        )
     if "mount" in low or "operation not permitted" in low:
         return " (this container or kernel forbids the mounts bwrap needs)"
     return ""

@@ -86,9 +86,11 @@ def draft_problem(fn: Function, source_text: str = "") -> str | None:
     structs = struct_params(fn, source_text)
     if not structs:
         return None
-    return (f"{fn.name} takes {', '.join(structs)} by value, and launch specs cannot describe struct arguments yet; "
-            f"add a host launcher (extern \"C\" void run_{fn.name}(...)) that builds the struct from pointers and "
-            "scalars and launches the kernel, and add the spec to the launcher")  # fmt: skip
+    return (
+        f"{fn.name} takes {', '.join(structs)} by value, and launch specs cannot describe struct arguments yet; "
+        f'add a host launcher (extern "C" void run_{fn.name}(...)) that builds the struct from pointers and '
+        "scalars and launches the kernel, and add the spec to the launcher"
+    )
 
 
 def infer(fn: Function, model: SourceModel, size_names: dict[str, str]) -> Draft:
@@ -99,8 +101,10 @@ def infer(fn: Function, model: SourceModel, size_names: dict[str, str]) -> Draft
     if ir is None:
         return d
     # Two assignments of distinct primes: an expression that fits both is the count, not a coincidence.
-    probes = [{p: vals[i % len(vals)] + 10 * (i // len(vals)) for i, p in enumerate(size_names)}
-              for vals in (_PROBE, _PROBE[3:] + _PROBE[:3])]  # fmt: skip
+    probes = [
+        {p: vals[i % len(vals)] + 10 * (i // len(vals)) for i, p in enumerate(size_names)}
+        for vals in (_PROBE, _PROBE[3:] + _PROBE[:3])
+    ]
     pointers = [p.name for p in fn.params if p.is_pointer]
     for name in pointers:
         acc = [a for a in ir.accesses if a.base == name and a.space == "global"]

@@ -114,20 +114,46 @@ class Expr:
 
 
 _ALLOWED_NODES = (
-    ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call, ast.Name, ast.Constant,
-    ast.IfExp, ast.Tuple, ast.List, ast.Load, ast.And, ast.Or, ast.Not, ast.USub, ast.UAdd,
-    *_BINOPS.keys(), *_CMPOPS.keys(),
-)  # fmt: skip
+    ast.Expression,
+    ast.BoolOp,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.Compare,
+    ast.Call,
+    ast.Name,
+    ast.Constant,
+    ast.IfExp,
+    ast.Tuple,
+    ast.List,
+    ast.Load,
+    ast.And,
+    ast.Or,
+    ast.Not,
+    ast.USub,
+    ast.UAdd,
+    *_BINOPS.keys(),
+    *_CMPOPS.keys(),
+)
 
 
 #: How a refused construct is named to the user (ast class names mean nothing to them).
 _NODE_WORDS = {
-    "Subscript": "indexing ('[...]')", "Lambda": "a lambda", "Attribute": "attribute access",
-    "Starred": "unpacking ('*')", "Dict": "a dictionary", "Set": "a set", "ListComp": "a comprehension",
-    "GeneratorExp": "a comprehension", "DictComp": "a comprehension", "SetComp": "a comprehension",
-    "NamedExpr": "an assignment (':=')", "JoinedStr": "an f-string", "Await": "await", "Yield": "yield",
+    "Subscript": "indexing ('[...]')",
+    "Lambda": "a lambda",
+    "Attribute": "attribute access",
+    "Starred": "unpacking ('*')",
+    "Dict": "a dictionary",
+    "Set": "a set",
+    "ListComp": "a comprehension",
+    "GeneratorExp": "a comprehension",
+    "DictComp": "a comprehension",
+    "SetComp": "a comprehension",
+    "NamedExpr": "an assignment (':=')",
+    "JoinedStr": "an f-string",
+    "Await": "await",
+    "Yield": "yield",
     "Slice": "a slice",
-}  # fmt: skip
+}
 
 
 @lru_cache(maxsize=4096)
@@ -152,11 +178,15 @@ def parse(text: str) -> Expr:
             what = _NODE_WORDS.get(type(node).__name__, type(node).__name__)
             if isinstance(node, ast.Attribute):
                 what = f"attribute access ('.{node.attr}')"
-            raise ExprError(f"{src!r}: {what} is not allowed; an expression holds numbers, size names, arithmetic, "
-                            f"comparisons and the functions {known}")  # fmt: skip
+            raise ExprError(
+                f"{src!r}: {what} is not allowed; an expression holds numbers, size names, arithmetic, "
+                f"comparisons and the functions {known}"
+            )
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name):
-                raise ExprError(f"{src!r}: only the functions {known} can be called, not {ast.unparse(node.func)!r}")
+                raise ExprError(
+                    f"{src!r}: only the functions {known} can be called, not {ast.unparse(node.func)!r}"
+                )
             if node.func.id not in FUNCTIONS:
                 raise ExprError(f"{src!r}: unknown function {node.func.id!r} (known: {known})")
             if node.keywords:

@@ -35,11 +35,20 @@ if TYPE_CHECKING:
 
 THREAD_BUILTINS = ("threadIdx",)
 INDEX_BUILTINS = ("threadIdx", "blockIdx")
-ATOMICS = re.compile(r"^(atomic(Add|Sub|Exch|Min|Max|Inc|Dec|CAS|And|Or|Xor)(_block|_system)?|__nv_atomic\w+)$")
+ATOMICS = re.compile(
+    r"^(atomic(Add|Sub|Exch|Min|Max|Inc|Dec|CAS|And|Or|Xor)(_block|_system)?|__nv_atomic\w+)$"
+)
 BARRIERS = ("__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or")
 _DOUBLE_LITERAL = re.compile(r"^(\d+\.\d*|\.\d+|\d+\.?\d*[eE][+-]?\d+)$")
-_CONTROL = ("if_statement", "for_statement", "while_statement", "do_statement", "switch_statement",
-            "conditional_expression", "for_range_loop")  # fmt: skip
+_CONTROL = (
+    "if_statement",
+    "for_statement",
+    "while_statement",
+    "do_statement",
+    "switch_statement",
+    "conditional_expression",
+    "for_range_loop",
+)
 
 
 @dataclass
@@ -133,7 +142,10 @@ def _collect_defs(ctx: _Ctx) -> None:
                     name_node = d.child_by_field_name("declarator")
                     value = d.child_by_field_name("value")
                     # `float* p = ...` / `T& r = ...`: the name sits under pointer/reference declarators.
-                    while name_node is not None and name_node.type in ("pointer_declarator", "reference_declarator"):
+                    while name_node is not None and name_node.type in (
+                        "pointer_declarator",
+                        "reference_declarator",
+                    ):
                         name_node = name_node.child_by_field_name("declarator") or next(
                             (c for c in name_node.children if c.type == "identifier"), None
                         )
@@ -206,7 +218,12 @@ def _conditions_above(ctx: _Ctx, node: tree_sitter.Node) -> list[tuple[tree_sitt
     child = node
     parent = node.parent
     while parent is not None and parent.start_byte >= ctx.body.start_byte and parent != ctx.body.parent:
-        if parent.type in ("if_statement", "while_statement", "switch_statement") or parent.type == "do_statement" or parent.type == "for_statement" or parent.type == "conditional_expression":
+        if (
+            parent.type in ("if_statement", "while_statement", "switch_statement")
+            or parent.type == "do_statement"
+            or parent.type == "for_statement"
+            or parent.type == "conditional_expression"
+        ):
             c = parent.child_by_field_name("condition")
             if c is not None and c != child:
                 conds.append((c, parent.type))
@@ -231,8 +248,10 @@ def _early_returns_before(ctx: _Ctx, node: tree_sitter.Node) -> list[tree_sitter
             break
         if n.type == "if_statement":
             cons = n.child_by_field_name("consequence")
-            if cons is not None and n.end_byte <= node.start_byte and any(
-                c.type == "return_statement" for c in _walk(cons)
+            if (
+                cons is not None
+                and n.end_byte <= node.start_byte
+                and any(c.type == "return_statement" for c in _walk(cons))
             ):
                 cond = n.child_by_field_name("condition")
                 if cond is not None:
@@ -253,7 +272,9 @@ def _conjuncts(ctx: _Ctx, n: tree_sitter.Node | None) -> list[tree_sitter.Node]:
         return []
     op = n.child_by_field_name("operator") if n.type == "binary_expression" else None
     if op is not None and ctx.text(op) == "&&":
-        return _conjuncts(ctx, n.child_by_field_name("left")) + _conjuncts(ctx, n.child_by_field_name("right"))
+        return _conjuncts(ctx, n.child_by_field_name("left")) + _conjuncts(
+            ctx, n.child_by_field_name("right")
+        )
     return [n]
 
 
@@ -429,8 +450,12 @@ def _stride(ctx: _Ctx, index: tree_sitter.Node) -> tuple[int, str] | None:
             v2 = dict(base)
             v2[nm] = int(v2[nm]) + 17  # type: ignore[arg-type]
             try:
-                d1 = int(expr.evaluate({**v1, "threadIdx_x": 1})) - int(expr.evaluate({**v1, "threadIdx_x": 0}))  # type: ignore[arg-type]
-                d2 = int(expr.evaluate({**v2, "threadIdx_x": 1})) - int(expr.evaluate({**v2, "threadIdx_x": 0}))  # type: ignore[arg-type]
+                d1 = int(expr.evaluate({**v1, "threadIdx_x": 1})) - int(  # type: ignore[arg-type]
+                    expr.evaluate({**v1, "threadIdx_x": 0})  # type: ignore[arg-type]
+                )
+                d2 = int(expr.evaluate({**v2, "threadIdx_x": 1})) - int(  # type: ignore[arg-type]
+                    expr.evaluate({**v2, "threadIdx_x": 0})  # type: ignore[arg-type]
+                )
             except (exprs.ExprError, TypeError, ValueError):
                 return None
             if d1 != d2:
@@ -486,7 +511,8 @@ def _analyse(ctx: _Ctx, facts: KernelFacts) -> None:
                 if any(_depends(ctx, c, THREAD_BUILTINS, ctx.thread_tainted) for c, _ in conds):
                     facts.line(line).sync_divergent += 1
                 elif any(
-                    _depends(ctx, c, THREAD_BUILTINS, ctx.thread_tainted) for c in _early_returns_before(ctx, n)
+                    _depends(ctx, c, THREAD_BUILTINS, ctx.thread_tainted)
+                    for c in _early_returns_before(ctx, n)
                 ):
                     facts.line(line).sync_after_divergent_return += 1
             elif ATOMICS.match(fname) and arg_nodes:
@@ -498,9 +524,12 @@ def _analyse(ctx: _Ctx, facts: KernelFacts) -> None:
                 is_shared = bool(ids & ctx.shared_arrays)
                 if base_ptr is not None:
                     written.add(base_ptr)
-                if base_ptr is not None and not is_shared and not _depends(
-                    ctx, addr, THREAD_BUILTINS, ctx.thread_tainted
-                ) and not _one_thread_per_group(ctx, n):
+                if (
+                    base_ptr is not None
+                    and not is_shared
+                    and not _depends(ctx, addr, THREAD_BUILTINS, ctx.thread_tainted)
+                    and not _one_thread_per_group(ctx, n)
+                ):
                     facts.line(line).atomic_same_address.append(ctx.text(addr))
                     # An address that depends on blockIdx is shared by one block, otherwise by the grid.
                     if _depends(ctx, addr, INDEX_BUILTINS, ctx.index_tainted):
@@ -508,9 +537,17 @@ def _analyse(ctx: _Ctx, facts: KernelFacts) -> None:
                     if _in_loop(ctx, n):
                         facts.line(line).atomic_in_loop += 1
         elif t in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") if t == "assignment_expression" else n.child_by_field_name("argument")
-            while target is not None and target.type in ("subscript_expression", "pointer_expression",
-                                                          "field_expression", "parenthesized_expression"):  # fmt: skip
+            target = (
+                n.child_by_field_name("left")
+                if t == "assignment_expression"
+                else n.child_by_field_name("argument")
+            )
+            while target is not None and target.type in (
+                "subscript_expression",
+                "pointer_expression",
+                "field_expression",
+                "parenthesized_expression",
+            ):
                 inner = target.child_by_field_name("argument")
                 if inner is None:
                     inner = next((c for c in target.children if c.is_named), None)
@@ -601,8 +638,11 @@ def as_line_metrics(lf: LineFacts) -> dict[str, Any]:
         "unguarded_access_text": ", ".join(lf.unguarded_accesses[:3]),
         "atomic_same_address": len(lf.atomic_same_address),
         "atomic_target": lf.atomic_same_address[0] if lf.atomic_same_address else "",
-        "atomic_scope": ("every thread of a block" if lf.atomic_scope == "block" else "every thread of the grid")
-        if lf.atomic_same_address else "",
+        "atomic_scope": (
+            "every thread of a block" if lf.atomic_scope == "block" else "every thread of the grid"
+        )
+        if lf.atomic_same_address
+        else "",
         "atomic_in_loop": lf.atomic_in_loop,
         "strided_access": 1 if strided else 0,
         "access_stride": abs(strided[1]) if strided else 0,

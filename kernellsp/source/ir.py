@@ -63,15 +63,37 @@ AXES = ("x", "y", "z")
 BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 THREAD_SYMBOLS = frozenset(f"{b}.{a}" for b in ("threadIdx", "blockIdx", "gid") for a in AXES)
 _ATOMIC = re.compile(r"^atomic(Add|Sub|Exch|Min|Max|Inc|Dec|CAS|And|Or|Xor)(_block|_system)?$")
-_ATOMIC_OP = {"Add": "sum", "Sub": "sum", "Max": "max", "Min": "min", "And": "and", "Or": "or", "Xor": "xor",
-              "Exch": "exch", "Inc": "inc", "Dec": "dec", "CAS": "cas"}  # fmt: skip
+_ATOMIC_OP = {
+    "Add": "sum",
+    "Sub": "sum",
+    "Max": "max",
+    "Min": "min",
+    "And": "and",
+    "Or": "or",
+    "Xor": "xor",
+    "Exch": "exch",
+    "Inc": "inc",
+    "Dec": "dec",
+    "CAS": "cas",
+}
 _MAX_FUNCS = ("fmaxf", "fmax", "max", "__hmax", "umax", "llmax", "::max", "std::max")
 _MIN_FUNCS = ("fminf", "fmin", "min", "__hmin", "umin", "llmin", "::min", "std::min")
 _NEGATE = {"<": ">=", ">=": "<", "<=": ">", ">": "<=", "==": "!=", "!=": "=="}
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
 _INT_LIT = re.compile(r"^(0[xX][0-9a-fA-F]+|0[bB][01]+|\d+)([uUlL]*)$")
-_SIGNED_INT_TYPES = ("int", "long", "long long", "short", "signed", "long int", "int32_t", "int64_t",
-                     "ptrdiff_t", "char", "signed char")  # fmt: skip
+_SIGNED_INT_TYPES = (
+    "int",
+    "long",
+    "long long",
+    "short",
+    "signed",
+    "long int",
+    "int32_t",
+    "int64_t",
+    "ptrdiff_t",
+    "char",
+    "signed char",
+)
 
 # --------------------------------------------------------------------------------------------------
 # Polynomials over symbols with integer coefficients
@@ -533,8 +555,11 @@ class KernelIR:
 
     def loops_of(self, node: tree_sitter.Node) -> list[Loop]:
         """Loops enclosing ``node``, outermost first."""
-        out = [lp for lp in self.loops if lp.node.start_byte <= node.start_byte and node.end_byte <= lp.node.end_byte
-               and lp.node != node]  # fmt: skip
+        out = [
+            lp
+            for lp in self.loops
+            if lp.node.start_byte <= node.start_byte and node.end_byte <= lp.node.end_byte and lp.node != node
+        ]
         return sorted(out, key=lambda lp: lp.depth)
 
     def uses_builtin(self, node: tree_sitter.Node, builtins: Iterable[str] = BUILTINS) -> bool:
@@ -626,8 +651,11 @@ def _build(model: SourceModel, fn: Function) -> KernelIR | None:
 
 
 def _element_ctype(base_type: str) -> str:
-    words = [w for w in base_type.replace("*", " ").split() if w not in ("const", "volatile", "__restrict__",
-                                                                          "__restrict", "restrict")]  # fmt: skip
+    words = [
+        w
+        for w in base_type.replace("*", " ").split()
+        if w not in ("const", "volatile", "__restrict__", "__restrict", "restrict")
+    ]
     return " ".join(words)
 
 
@@ -813,8 +841,15 @@ def _to_poly(ir: KernelIR, n: tree_sitter.Node, seen: frozenset[str], depth: int
         name = ir.text(n)
         var = ir.locals.get(name)
         if var is not None:
-            if (var.assignments == 0 and not var.shadowed and var.value_node is not None and not var.is_pointer
-                    and not var.is_array and name not in seen and not _is_loop_var(ir, name)):  # fmt: skip
+            if (
+                var.assignments == 0
+                and not var.shadowed
+                and var.value_node is not None
+                and not var.is_pointer
+                and not var.is_array
+                and name not in seen
+                and not _is_loop_var(ir, name)
+            ):
                 return _to_poly(ir, var.value_node, seen | {name}, depth + 1)
             return Poly.sym(name)
         if name in ir.model.defines:
@@ -842,8 +877,19 @@ def _to_poly(ir: KernelIR, n: tree_sitter.Node, seen: frozenset[str], depth: int
         if fname in ("__umul24", "__mul24", "__umul64hi") and len(argn) == 2 and fname != "__umul64hi":
             a, b = _to_poly(ir, argn[0], seen, depth + 1), _to_poly(ir, argn[1], seen, depth + 1)
             return a * b if a is not None and b is not None else None
-        if fname in ("static_cast<int>", "static_cast<unsigned>", "static_cast<size_t>", "static_cast<long>",
-                     "static_cast<long long>", "static_cast<unsigned int>", "static_cast<int64_t>") and len(argn) == 1:  # fmt: skip
+        if (
+            fname
+            in (
+                "static_cast<int>",
+                "static_cast<unsigned>",
+                "static_cast<size_t>",
+                "static_cast<long>",
+                "static_cast<long long>",
+                "static_cast<unsigned int>",
+                "static_cast<int64_t>",
+            )
+            and len(argn) == 1
+        ):
             return _to_poly(ir, argn[0], seen, depth + 1)
         return None
     if t == "binary_expression":
@@ -1186,8 +1232,19 @@ def _collect_accesses(ir: KernelIR) -> None:
             value = argn[1] if len(argn) > 1 else None
             parent = n.parent
             used = parent is not None and parent.type not in ("expression_statement",)
-            ir.atomics.append(Atomic(fname, _ATOMIC_OP[m.group(1)], target, ir.text(value), value, n, ir.loops_of(n),
-                                     ir.guards_of(n), used))  # fmt: skip
+            ir.atomics.append(
+                Atomic(
+                    fname,
+                    _ATOMIC_OP[m.group(1)],
+                    target,
+                    ir.text(value),
+                    value,
+                    n,
+                    ir.loops_of(n),
+                    ir.guards_of(n),
+                    used,
+                )
+            )
     for n in walk(ir.body):
         if n.id in atomic_targets:
             continue
@@ -1233,10 +1290,27 @@ def _access_kind(
     return "load", None, None
 
 
-def _make_access(ir: KernelIR, node: tree_sitter.Node, base: str, space: Literal["global", "shared", "local"],
-                 index: Poly | None, index_text: str, ctype: str) -> Access:  # fmt: skip
-    return Access(node, base, space, "load", index, index_text, ctype, ir.loops_of(node), ir.guards_of(node),
-                  node.start_point[0])  # fmt: skip
+def _make_access(
+    ir: KernelIR,
+    node: tree_sitter.Node,
+    base: str,
+    space: Literal["global", "shared", "local"],
+    index: Poly | None,
+    index_text: str,
+    ctype: str,
+) -> Access:
+    return Access(
+        node,
+        base,
+        space,
+        "load",
+        index,
+        index_text,
+        ctype,
+        ir.loops_of(node),
+        ir.guards_of(node),
+        node.start_point[0],
+    )
 
 
 def _subscript_access(ir: KernelIR, n: tree_sitter.Node, pnames: set[str]) -> Access | None:
@@ -1248,8 +1322,15 @@ def _subscript_access(ir: KernelIR, n: tree_sitter.Node, pnames: set[str]) -> Ac
         name = ir.text(base)
         var = ir.locals.get(name)
         if var is not None and (var.is_array or var.shared) and not var.is_pointer:
-            return _make_access(ir, n, name, "shared" if var.shared else "local", idx_poly, ir.text(idx),
-                                _element_ctype(var.ctype))  # fmt: skip
+            return _make_access(
+                ir,
+                n,
+                name,
+                "shared" if var.shared else "local",
+                idx_poly,
+                ir.text(idx),
+                _element_ctype(var.ctype),
+            )
         if var is not None and var.shared and var.is_pointer:
             return None
     if base.type == "subscript_expression":
@@ -1271,8 +1352,9 @@ def _deref_access(ir: KernelIR, n: tree_sitter.Node, pnames: set[str]) -> Access
     if param is None:
         return None
     p = ir.param(param)
-    return _make_access(ir, n, param, "global", off, off.c_text() if off is not None else ir.text(arg),
-                        p.ctype if p else "")  # fmt: skip
+    return _make_access(
+        ir, n, param, "global", off, off.c_text() if off is not None else ir.text(arg), p.ctype if p else ""
+    )
 
 
 def _atomic_target(ir: KernelIR, addr: tree_sitter.Node, pnames: set[str]) -> Access | None:
@@ -1290,8 +1372,9 @@ def _atomic_target(ir: KernelIR, addr: tree_sitter.Node, pnames: set[str]) -> Ac
     param, off = _pointer_base(ir, a, pnames, 0)
     if param is not None:
         p = ir.param(param)
-        acc = _make_access(ir, a, param, "global", off, off.c_text() if off is not None else ir.text(a),
-                           p.ctype if p else "")  # fmt: skip
+        acc = _make_access(
+            ir, a, param, "global", off, off.c_text() if off is not None else ir.text(a), p.ctype if p else ""
+        )
         acc.kind = "atomic"
         return acc
     if a.type == "identifier":
@@ -1318,8 +1401,11 @@ def _call_parts(ir: KernelIR, n: tree_sitter.Node) -> tuple[str, list[tree_sitte
 
 def _collect_accumulations(ir: KernelIR) -> None:
     loop_vars = {lp.var for lp in ir.loops if lp.var is not None}
-    scalars = {name for name, v in ir.locals.items()
-               if not v.is_pointer and not v.is_array and not v.shared and name not in loop_vars}  # fmt: skip
+    scalars = {
+        name
+        for name, v in ir.locals.items()
+        if not v.is_pointer and not v.is_array and not v.shared and name not in loop_vars
+    }
     for n in walk(ir.body):
         if n.type == "assignment_expression":
             left = n.child_by_field_name("left")
@@ -1330,8 +1416,17 @@ def _collect_accumulations(ir: KernelIR) -> None:
             op = ir.text(n.child_by_field_name("operator"))
             compound = {"+=": "sum", "-=": "sum", "*=": "prod", "&=": "and", "|=": "or", "^=": "xor"}
             if op in compound:
-                ir.accumulations.append(Accumulation(var, compound[op], ir.text(right), right, n,  # type: ignore[arg-type]
-                                                     ir.loops_of(n), negated=op == "-="))  # fmt: skip
+                ir.accumulations.append(
+                    Accumulation(
+                        var,
+                        compound[op],  # type: ignore[arg-type]
+                        ir.text(right),
+                        right,
+                        n,
+                        ir.loops_of(n),
+                        negated=op == "-=",
+                    )
+                )
                 continue
             if op != "=":
                 continue

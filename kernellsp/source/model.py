@@ -360,8 +360,15 @@ def _param(p: tree_sitter.Node, t: _Text) -> Param | None:
             break
         nxt = node.child_by_field_name("declarator")
         if nxt is None:
-            nxt = next((c for c in node.children if c.type in ("identifier", "pointer_declarator",
-                                                                 "reference_declarator", "array_declarator")), None)
+            nxt = next(
+                (
+                    c
+                    for c in node.children
+                    if c.type
+                    in ("identifier", "pointer_declarator", "reference_declarator", "array_declarator")
+                ),
+                None,
+            )
         node = nxt
     type_node = p.child_by_field_name("type")
     base = t.node_text(type_node).strip()
@@ -441,10 +448,7 @@ def _collect_comments(root: tree_sitter.Node, t: _Text, model: SourceModel) -> N
         j = i + 1
         while j < len(comments):
             nxt = comments[j]
-            if (
-                t.node_text(nxt).startswith("//")
-                and nxt.start_point[0] == run[-1].start_point[0] + 1
-            ):
+            if t.node_text(nxt).startswith("//") and nxt.start_point[0] == run[-1].start_point[0] + 1:
                 run.append(nxt)
                 j += 1
             else:
@@ -462,10 +466,13 @@ def _collect_comments(root: tree_sitter.Node, t: _Text, model: SourceModel) -> N
             body_lines.append(txt)
             line_nums.append(rc.start_point[0])
         span = Span(
-            run[0].start_point[0], t.col(run[0].start_point[0], run[0].start_point[1]),
-            run[-1].end_point[0], t.col(run[-1].end_point[0], run[-1].end_point[1]),
-            run[0].start_byte, run[-1].end_byte,
-        )  # fmt: skip
+            run[0].start_point[0],
+            t.col(run[0].start_point[0], run[0].start_point[1]),
+            run[-1].end_point[0],
+            t.col(run[-1].end_point[0], run[-1].end_point[1]),
+            run[0].start_byte,
+            run[-1].end_byte,
+        )
         model.spec_blocks.append(CommentBlock("\n".join(body_lines), line_nums, span, "line"))
         i = j
 

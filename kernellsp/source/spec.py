@@ -38,27 +38,75 @@ from kernellsp.source.model import CommentBlock, Function, SourceModel
 
 DType = Literal["f16", "bf16", "f32", "f64", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"]
 DTYPES: tuple[str, ...] = ("f16", "bf16", "f32", "f64", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64")
-DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
-               "i32": 4, "u32": 4, "i64": 8, "u64": 8}  # fmt: skip
+DTYPE_BYTES = {
+    "f16": 2,
+    "bf16": 2,
+    "f32": 4,
+    "f64": 8,
+    "i8": 1,
+    "u8": 1,
+    "i16": 2,
+    "u16": 2,
+    "i32": 4,
+    "u32": 4,
+    "i64": 8,
+    "u64": 8,
+}
 FLOAT_DTYPES = ("f16", "bf16", "f32", "f64")
 
 #: C/CUDA element types and the spec dtypes they accept. Vector types hold several scalars: the
 #: spec counts scalars, the harness reinterprets (``float4*`` with ``count = "N"`` holds N floats).
 CTYPE_DTYPES: dict[str, tuple[str, ...]] = {
-    "float": ("f32",), "float2": ("f32",), "float4": ("f32",),
-    "double": ("f64",), "double2": ("f64",),
-    "__half": ("f16",), "half": ("f16",), "__half2": ("f16",), "half2": ("f16",),
-    "__nv_bfloat16": ("bf16",), "nv_bfloat16": ("bf16",), "__nv_bfloat162": ("bf16",),
-    "int": ("i32",), "int32_t": ("i32",), "signed": ("i32",), "int4": ("i32",), "int2": ("i32",),
-    "unsigned": ("u32",), "unsigned int": ("u32",), "uint32_t": ("u32",), "uint": ("u32",),
-    "long long": ("i64",), "long long int": ("i64",), "int64_t": ("i64",), "long": ("i64",),
-    "unsigned long long": ("u64",), "uint64_t": ("u64",), "size_t": ("u64",), "unsigned long": ("u64",),
-    "short": ("i16",), "int16_t": ("i16",), "unsigned short": ("u16",), "uint16_t": ("u16",),
-    "char": ("i8",), "signed char": ("i8",), "int8_t": ("i8",),
-    "unsigned char": ("u8",), "uint8_t": ("u8",), "uchar": ("u8",),
-}  # fmt: skip
-VECTOR_WIDTH = {"float2": 2, "float4": 4, "double2": 2, "int2": 2, "int4": 4, "__half2": 2, "half2": 2,
-                "__nv_bfloat162": 2}  # fmt: skip
+    "float": ("f32",),
+    "float2": ("f32",),
+    "float4": ("f32",),
+    "double": ("f64",),
+    "double2": ("f64",),
+    "__half": ("f16",),
+    "half": ("f16",),
+    "__half2": ("f16",),
+    "half2": ("f16",),
+    "__nv_bfloat16": ("bf16",),
+    "nv_bfloat16": ("bf16",),
+    "__nv_bfloat162": ("bf16",),
+    "int": ("i32",),
+    "int32_t": ("i32",),
+    "signed": ("i32",),
+    "int4": ("i32",),
+    "int2": ("i32",),
+    "unsigned": ("u32",),
+    "unsigned int": ("u32",),
+    "uint32_t": ("u32",),
+    "uint": ("u32",),
+    "long long": ("i64",),
+    "long long int": ("i64",),
+    "int64_t": ("i64",),
+    "long": ("i64",),
+    "unsigned long long": ("u64",),
+    "uint64_t": ("u64",),
+    "size_t": ("u64",),
+    "unsigned long": ("u64",),
+    "short": ("i16",),
+    "int16_t": ("i16",),
+    "unsigned short": ("u16",),
+    "uint16_t": ("u16",),
+    "char": ("i8",),
+    "signed char": ("i8",),
+    "int8_t": ("i8",),
+    "unsigned char": ("u8",),
+    "uint8_t": ("u8",),
+    "uchar": ("u8",),
+}
+VECTOR_WIDTH = {
+    "float2": 2,
+    "float4": 4,
+    "double2": 2,
+    "int2": 2,
+    "int4": 4,
+    "__half2": 2,
+    "half2": 2,
+    "__nv_bfloat162": 2,
+}
 
 _DIST_RE = re.compile(r"^\s*(uniform|normal|randint|ones|arange|choice)\s*\((.*)\)\s*$")
 
@@ -91,7 +139,9 @@ class ArgSpec(_Strict):
 
     @property
     def is_buffer(self) -> bool:
-        return self.dtype is not None and self.value is None and (self.count is not None or self.dir is not None)
+        return (
+            self.dtype is not None and self.value is None and (self.count is not None or self.dir is not None)
+        )
 
 
 Dim = str | int
@@ -288,8 +338,10 @@ def specs_from_source(model: SourceModel) -> tuple[list[BoundSpec], list[SpecIss
     bound: list[BoundSpec] = []
     issues: list[SpecIssue] = []
     # Entries are kernels or host launchers: a spec never binds to a __device__ helper in between.
-    defs = sorted((f for f in model.functions if f.has_body and f.kind in ("global", "host")),
-                  key=lambda f: (f.outer_span or f.span).start_line)  # fmt: skip
+    defs = sorted(
+        (f for f in model.functions if f.has_body and f.kind in ("global", "host")),
+        key=lambda f: (f.outer_span or f.span).start_line,
+    )
     for block in model.spec_blocks:
         spec, errors = parse_spec_text(block.body)
         entry: str | None = spec.entry if spec else None
@@ -302,7 +354,9 @@ def specs_from_source(model: SourceModel) -> tuple[list[BoundSpec], list[SpecIss
             else:
                 line = _line_of(block, fld)
             where = f"spec field '{fld}'" if fld != "toml" else "spec"
-            issues.append(SpecIssue(fld, f"{where}{' of ' + entry if entry else ''}: {msg}", line, entry=entry))
+            issues.append(
+                SpecIssue(fld, f"{where}{' of ' + entry if entry else ''}: {msg}", line, entry=entry)
+            )
         if spec is None:
             # Every problem at once: the fields pydantic refused are left out and the rest is checked against
             # the signature too (a bad dtype must not hide a missing count until it is fixed).
@@ -310,16 +364,23 @@ def specs_from_source(model: SourceModel) -> tuple[list[BoundSpec], list[SpecIss
             partial = _lenient_spec(block.body, [e[0] for e in errors])
             if partial is not None and fn is not None and entry is not None:
                 removed = [e[0] for e in errors]
-                pb = BoundSpec(spec=partial, entry=entry, origin="comment", block=block, origin_path=model.path)
+                pb = BoundSpec(
+                    spec=partial, entry=entry, origin="comment", block=block, origin_path=model.path
+                )
                 for iss in validate_against(pb, fn, model):
                     # What the refused fields would have said is not news ("x needs dtype" after a bad dtype).
-                    if not any(iss.field == r or iss.field.startswith(r + ".") or r.startswith(iss.field + ".")
-                               for r in removed):  # fmt: skip
+                    if not any(
+                        iss.field == r or iss.field.startswith(r + ".") or r.startswith(iss.field + ".")
+                        for r in removed
+                    ):
                         issues.append(iss)
             continue
         if entry is None:
-            issues.append(SpecIssue("entry", "spec is not followed by a function; add entry = \"NAME\"",
-                                    block.span.start_line))
+            issues.append(
+                SpecIssue(
+                    "entry", 'spec is not followed by a function; add entry = "NAME"', block.span.start_line
+                )
+            )
             continue
         bound.append(BoundSpec(spec=spec, entry=entry, origin="comment", block=block, origin_path=model.path))
     return bound, issues
@@ -349,7 +410,10 @@ def _lenient_dict(data: dict[str, Any], refused: list[str]) -> KernelSpec | None
         try:
             return KernelSpec.model_validate(data)
         except ValidationError as exc:
-            todo = [".".join(str(p) for p in e["loc"] if not str(p).startswith("function-after")) for e in exc.errors()]
+            todo = [
+                ".".join(str(p) for p in e["loc"] if not str(p).startswith("function-after"))
+                for e in exc.errors()
+            ]
             todo = [re.sub(r"\.(str|int|float|list\[.*?\])$", "", t) for t in todo]
     return None
 
@@ -359,8 +423,10 @@ _TOML_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(?:#.*)?$")
 
 def _toml_key_path(raw: str) -> list[str]:
     """``kernels."my kernel".args`` → ``["kernels", "my kernel", "args"]``."""
-    return [m.group(1) or m.group(2) or m.group(3) for m in
-            re.finditer(r'\s*(?:"([^"]*)"|\'([^\']*)\'|([^.\s"\']+))\s*(?:\.|$)', raw)]  # fmt: skip
+    return [
+        m.group(1) or m.group(2) or m.group(3)
+        for m in re.finditer(r'\s*(?:"([^"]*)"|\'([^\']*)\'|([^.\s"\']+))\s*(?:\.|$)', raw)
+    ]
 
 
 def spec_tables(text: str, prefix: tuple[str, ...] = ("kernels",)) -> dict[str, CommentBlock]:
@@ -389,8 +455,9 @@ def spec_tables(text: str, prefix: tuple[str, ...] = ("kernels",)) -> dict[str, 
                 rows.setdefault(k.group(1) or k.group(2), []).append(i)
     out = {}
     for entry, nums in rows.items():
-        out[entry] = CommentBlock("\n".join(lines[i] for i in nums), nums,
-                                  Span(nums[0], 0, nums[-1], len(lines[nums[-1]])), "toml")  # fmt: skip
+        out[entry] = CommentBlock(
+            "\n".join(lines[i] for i in nums), nums, Span(nums[0], 0, nums[-1], len(lines[nums[-1]])), "toml"
+        )
     return out
 
 
@@ -431,7 +498,11 @@ def load_workspace_specs(root: Path) -> tuple[dict[str, KernelSpec], list[SpecIs
             data = tomllib.loads(p.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as exc:
             m = re.search(r"at line (\d+)", str(exc))
-            return {}, [SpecIssue("toml", f"not valid TOML: {exc}", int(m.group(1)) - 1 if m else 0, path=str(p))], str(p)
+            return (
+                {},
+                [SpecIssue("toml", f"not valid TOML: {exc}", int(m.group(1)) - 1 if m else 0, path=str(p))],
+                str(p),
+            )
         table = getter(data)
         if not table:
             continue
@@ -441,15 +512,29 @@ def load_workspace_specs(root: Path) -> tuple[dict[str, KernelSpec], list[SpecIs
         for entry, body in table.items():
             block = tables.get(entry)
             if not isinstance(body, dict):
-                issues.append(SpecIssue(f"kernels.{entry}", f"kernels.{entry} must be a table",
-                                        block.span.start_line if block else 0, path=str(p), entry=entry))  # fmt: skip
+                issues.append(
+                    SpecIssue(
+                        f"kernels.{entry}",
+                        f"kernels.{entry} must be a table",
+                        block.span.start_line if block else 0,
+                        path=str(p),
+                        entry=entry,
+                    )
+                )
                 continue
             body = dict(body)
             body.pop("file", None)
             spec, errors = spec_from_dict(body)
             for fld, msg, _ in errors:
-                issues.append(SpecIssue(fld, f"kernels.{entry}.{fld}: {msg}", _line_of(block, fld) if block else 0,
-                                        path=str(p), entry=entry))  # fmt: skip
+                issues.append(
+                    SpecIssue(
+                        fld,
+                        f"kernels.{entry}.{fld}: {msg}",
+                        _line_of(block, fld) if block else 0,
+                        path=str(p),
+                        entry=entry,
+                    )
+                )
             if spec is not None:
                 spec.entry = entry
                 specs[entry] = spec
@@ -460,8 +545,9 @@ def load_workspace_specs(root: Path) -> tuple[dict[str, KernelSpec], list[SpecIs
 _CUDA_DEF = re.compile(r'(?:__global__|extern\s+"C")[^;{}()]*?\b([A-Za-z_]\w*)\s*\(')
 
 
-def unknown_workspace_entries(root: Path, origin: str | None, specs: dict[str, KernelSpec],
-                              max_files: int = 4000) -> list[SpecIssue]:  # fmt: skip
+def unknown_workspace_entries(
+    root: Path, origin: str | None, specs: dict[str, KernelSpec], max_files: int = 4000
+) -> list[SpecIssue]:
     """A ``[kernels.NAME]`` table whose NAME no CUDA file of the workspace defines (a mistyped kernel name is
     otherwise ignored in silence), with the nearest kernel names as suggestions; a ``file = "..."`` it names
     must exist and define NAME."""
@@ -476,7 +562,11 @@ def unknown_workspace_entries(root: Path, origin: str | None, specs: dict[str, K
         return []
     texts: dict[Path, str] = {}
     for dirpath, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("node_modules", "__pycache__", "build", "dist")]
+        dirs[:] = [
+            d
+            for d in dirs
+            if not d.startswith(".") and d not in ("node_modules", "__pycache__", "build", "dist")
+        ]
         for f in files:
             if f.endswith((".cu", ".cuh")) and len(texts) < max_files:
                 fp = Path(dirpath) / f
@@ -496,8 +586,15 @@ def unknown_workspace_entries(root: Path, origin: str | None, specs: dict[str, K
         if isinstance(file, str):
             fp = (root / file).resolve()
             if not fp.is_file():
-                out.append(SpecIssue("file", f"kernels.{name}.file: no such file {file!r} (relative to {root})",
-                                     _line_of(block, "file") if block else line, path=origin, entry=name))  # fmt: skip
+                out.append(
+                    SpecIssue(
+                        "file",
+                        f"kernels.{name}.file: no such file {file!r} (relative to {root})",
+                        _line_of(block, "file") if block else line,
+                        path=origin,
+                        entry=name,
+                    )
+                )
                 continue
             text = texts.get(fp)
             if text is None:
@@ -506,16 +603,30 @@ def unknown_workspace_entries(root: Path, origin: str | None, specs: dict[str, K
                 except OSError:
                     continue
             if not re.search(rf"\b{re.escape(name)}\s*\(", text):
-                out.append(SpecIssue("file", f"kernels.{name}: {file} defines no function named {name}", line,
-                                     path=origin, entry=name))  # fmt: skip
+                out.append(
+                    SpecIssue(
+                        "file",
+                        f"kernels.{name}: {file} defines no function named {name}",
+                        line,
+                        path=origin,
+                        entry=name,
+                    )
+                )
             continue
         if any(re.search(rf"\b{re.escape(name)}\s*[(<]", t) for t in texts.values()):
             continue
         close = difflib.get_close_matches(name, sorted(defined), n=3)
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
-        out.append(SpecIssue("kernels", f"kernels.{name}: no kernel or host launcher named {name} in the CUDA files "
-                                        f"under {root}, so this spec is never used{hint}", line, path=origin,
-                             entry=name))  # fmt: skip
+        out.append(
+            SpecIssue(
+                "kernels",
+                f"kernels.{name}: no kernel or host launcher named {name} in the CUDA files "
+                f"under {root}, so this spec is never used{hint}",
+                line,
+                path=origin,
+                entry=name,
+            )
+        )
     return out
 
 
@@ -532,10 +643,20 @@ def partial_workspace_issues(origin: str, entry: str, model: SourceModel) -> lis
     partial = _lenient_dict(body, removed) if removed else None
     if partial is None:
         return []
-    pb = BoundSpec(spec=partial, entry=entry, origin="workspace", origin_path=origin,
-                   table=workspace_tables(origin).get(entry))  # fmt: skip
-    return [i for i in validate_against(pb, fn, model)
-            if not any(i.field == r or i.field.startswith(r + ".") or r.startswith(i.field + ".") for r in removed)]  # fmt: skip
+    pb = BoundSpec(
+        spec=partial,
+        entry=entry,
+        origin="workspace",
+        origin_path=origin,
+        table=workspace_tables(origin).get(entry),
+    )
+    return [
+        i
+        for i in validate_against(pb, fn, model)
+        if not any(
+            i.field == r or i.field.startswith(r + ".") or r.startswith(i.field + ".") for r in removed
+        )
+    ]
 
 
 def _raw_workspace_tables(origin: str) -> dict[str, Any]:
@@ -544,7 +665,11 @@ def _raw_workspace_tables(origin: str) -> dict[str, Any]:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
         return {}
-    table = data.get("tool", {}).get("kernellsp", {}).get("kernels", {}) if p.name == "pyproject.toml" else data.get("kernels", {})
+    table = (
+        data.get("tool", {}).get("kernellsp", {}).get("kernels", {})
+        if p.name == "pyproject.toml"
+        else data.get("kernels", {})
+    )
     return table if isinstance(table, dict) else {}
 
 
@@ -552,7 +677,11 @@ def find_workspace_root(path: Path) -> Path | None:
     """The nearest ancestor holding ``kernellsp.toml``, ``pyproject.toml`` or ``.kernellsp/``."""
     p = path.resolve()
     for d in [p if p.is_dir() else p.parent, *(p if p.is_dir() else p.parent).parents]:
-        if (d / "kernellsp.toml").is_file() or (d / ".kernellsp").is_dir() or (d / "pyproject.toml").is_file():
+        if (
+            (d / "kernellsp.toml").is_file()
+            or (d / ".kernellsp").is_dir()
+            or (d / "pyproject.toml").is_file()
+        ):
             return d
     return None
 
@@ -563,7 +692,9 @@ def find_workspace_root(path: Path) -> Path | None:
 
 def dtype_for_ctype(base_type: str) -> tuple[str, ...] | None:
     """The spec dtypes a C element type accepts, or ``None`` for a template/unknown type."""
-    t = " ".join(base_type.replace("const", " ").replace("volatile", " ").replace("__restrict__", " ").split())
+    t = " ".join(
+        base_type.replace("const", " ").replace("volatile", " ").replace("__restrict__", " ").split()
+    )
     # Other spellings of the same types: std::int64_t, short int, long int, unsigned long int, signed int.
     t = re.sub(r"^std::", "", t)
     t = re.sub(r"\b(short|long|signed|unsigned) int$", r"\1", t)
@@ -580,14 +711,24 @@ def _launch_bounds_threads(fn: Function, names: dict[str, Any]) -> int | None:
         return None  # a macro or template parameter: nvcc checks it
 
 
-def validate_against(bound: BoundSpec, fn: Function | None, model: SourceModel | None = None) -> list[SpecIssue]:
+def validate_against(
+    bound: BoundSpec, fn: Function | None, model: SourceModel | None = None
+) -> list[SpecIssue]:
     """Check ``bound.spec`` against the entry's signature and evaluate every expression per shape."""
     spec = bound.spec
     out: list[SpecIssue] = []
 
     def add(fld: str, msg: str, severity: Literal["error", "warning"] = "error") -> None:
-        out.append(SpecIssue(fld, f"spec field '{fld}' of {bound.entry}: {msg}", bound.line_of(fld), severity,
-                             path=bound.issue_path, entry=bound.entry))  # fmt: skip
+        out.append(
+            SpecIssue(
+                fld,
+                f"spec field '{fld}' of {bound.entry}: {msg}",
+                bound.line_of(fld),
+                severity,
+                path=bound.issue_path,
+                entry=bound.entry,
+            )
+        )
 
     if fn is None:
         add("entry", f"no function named {bound.entry!r} in this file")
@@ -599,7 +740,10 @@ def validate_against(bound: BoundSpec, fn: Function | None, model: SourceModel |
     if missing:
         add("args", f"missing argument(s) {', '.join(missing)}; the signature is ({', '.join(names_in_sig)})")
     for n in extra:
-        add(f"args.{n}", f"{n!r} is not a parameter of {fn.name}; the signature is ({', '.join(names_in_sig)})")
+        add(
+            f"args.{n}",
+            f"{n!r} is not a parameter of {fn.name}; the signature is ({', '.join(names_in_sig)})",
+        )
     if list(spec.args) != [n for n in names_in_sig if n in spec.args] and not missing and not extra:
         add("args", f"arguments must be listed in signature order ({', '.join(names_in_sig)})", "warning")
 
@@ -620,34 +764,55 @@ def validate_against(bound: BoundSpec, fn: Function | None, model: SourceModel |
         if p.is_pointer:
             for req in ("dtype", "dir", "count"):
                 if getattr(arg, req) is None:
-                    add(f"args.{name}.{req}" if req != "dtype" else f"args.{name}",
+                    add(
+                        f"args.{name}.{req}" if req != "dtype" else f"args.{name}",
                         f"pointer argument {name!r} needs {req} "
-                        + {"dtype": f"(one of {', '.join(DTYPES)})", "dir": "(in, out or inout)",
-                           "count": "(element count, an expression over sizes)"}[req])  # fmt: skip
+                        + {
+                            "dtype": f"(one of {', '.join(DTYPES)})",
+                            "dir": "(in, out or inout)",
+                            "count": "(element count, an expression over sizes)",
+                        }[req],
+                    )
             if arg.value is not None:
                 add(f"args.{name}.value", f"{name!r} is a pointer: give dtype/dir/count, not value")
             accepted = dtype_for_ctype(p.base_type)
             if arg.dtype and accepted is not None and arg.dtype not in accepted:
-                add(f"args.{name}.dtype", f"{name!r} is declared {p.base_type}*; expected dtype {' or '.join(accepted)}, got {arg.dtype!r}")
+                add(
+                    f"args.{name}.dtype",
+                    f"{name!r} is declared {p.base_type}*; expected dtype {' or '.join(accepted)}, got {arg.dtype!r}",
+                )
             if arg.dir in ("out", "inout"):
                 has_output = True
                 if p.is_const:
-                    add(f"args.{name}.dir", f"{name!r} is const but dir = {arg.dir!r}; a const pointer is an input")
+                    add(
+                        f"args.{name}.dir",
+                        f"{name!r} is const but dir = {arg.dir!r}; a const pointer is an input",
+                    )
             if arg.dist and arg.dir == "out":
-                add(f"args.{name}.dist", f"{name!r} is an output: its contents are poisoned, not drawn from dist", "warning")
+                add(
+                    f"args.{name}.dist",
+                    f"{name!r} is an output: its contents are poisoned, not drawn from dist",
+                    "warning",
+                )
         elif dtype_for_ctype(p.base_type) is None and f"{p.name} ({p.base_type.strip()})" in _struct_params(
             fn, model.text if model is not None else ""
         ):
-            add(f"args.{name}", f"{name!r} is a {p.base_type.strip()} passed by value: launch specs cannot describe "
-                                "struct arguments yet; add a host launcher that builds it from pointers and scalars, "
-                                "and put the spec on the launcher")  # fmt: skip
+            add(
+                f"args.{name}",
+                f"{name!r} is a {p.base_type.strip()} passed by value: launch specs cannot describe "
+                "struct arguments yet; add a host launcher that builds it from pointers and scalars, "
+                "and put the spec on the launcher",
+            )
         else:
             if arg.value is None:
-                add(f"args.{name}", f"scalar argument {name!r} needs value (a number or an expression over sizes)")
+                add(
+                    f"args.{name}",
+                    f"scalar argument {name!r} needs value (a number or an expression over sizes)",
+                )
             if arg.dir is not None or arg.count is not None:
                 add(f"args.{name}", f"{name!r} is a scalar ({p.base_type}): give value only")
     if fn.kind in ("global", "host") and not has_output and not missing and not extra:
-        add("args", "no argument has dir = \"out\" or \"inout\": there is nothing to check")
+        add("args", 'no argument has dir = "out" or "inout": there is nothing to check')
 
     # Evaluate sizes, counts and launch for every shape.
     for si, shape in enumerate(spec.all_shapes()):
@@ -670,10 +835,16 @@ def validate_against(bound: BoundSpec, fn: Function | None, model: SourceModel |
                 try:
                     c = exprs.evaluate_int(arg.count, names)
                     if c <= 0:
-                        add(f"args.{name}.count", f"count {arg.count!r} = {c} for {label}; it must be positive")
+                        add(
+                            f"args.{name}.count",
+                            f"count {arg.count!r} = {c} for {label}; it must be positive",
+                        )
                     width = VECTOR_WIDTH.get(p.base_type.replace("const", "").strip(), 1)
                     if c % width:
-                        add(f"args.{name}.count", f"count {c} is not a multiple of {width} ({p.base_type} holds {width})")
+                        add(
+                            f"args.{name}.count",
+                            f"count {c} is not a multiple of {width} ({p.base_type} holds {width})",
+                        )
                 except exprs.ExprError as exc:
                     add(f"args.{name}.count", f"{exc} ({label})")
             if not p.is_pointer and isinstance(arg.value, str):
@@ -692,12 +863,18 @@ def validate_against(bound: BoundSpec, fn: Function | None, model: SourceModel |
                     add("launch.block", f"block of {threads} threads exceeds the 1024-thread limit ({label})")
                 bound_threads = _launch_bounds_threads(fn, names)
                 if bound_threads is not None and threads > bound_threads:
-                    add("launch.block", f"block of {threads} threads exceeds {fn.name}'s __launch_bounds__({bound_threads}) "
-                                        f"({label}); the launch would fail")  # fmt: skip
+                    add(
+                        "launch.block",
+                        f"block of {threads} threads exceeds {fn.name}'s __launch_bounds__({bound_threads}) "
+                        f"({label}); the launch would fail",
+                    )
                 if any(g <= 0 for g in grid) or any(b <= 0 for b in block):
                     add("launch", f"grid {grid} and block {block} must be positive ({label})")
                 if grid[0] >= 2**31 or any(g >= 65536 for g in grid[1:]):
-                    add("launch.grid", f"grid {grid} exceeds CUDA's limits (x < 2^31, y and z < 65536) ({label})")
+                    add(
+                        "launch.grid",
+                        f"grid {grid} exceeds CUDA's limits (x < 2^31, y and z < 65536) ({label})",
+                    )
                 if smem < 0 or smem > 227 * 1024:
                     add("launch.smem", f"dynamic shared memory {smem} bytes is outside 0..232448 ({label})")
     if spec.reference and model is not None and model.function(spec.reference) is None:
@@ -741,7 +918,9 @@ def _toml_value(v: Any) -> str:
     if isinstance(v, list):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     if isinstance(v, dict):
-        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + " }" if v else "{}"
+        return (
+            "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + " }" if v else "{}"
+        )
     raise TypeError(f"cannot write {type(v).__name__} to TOML")
 
 
@@ -770,7 +949,13 @@ def format_comment_block(spec: KernelSpec, indent: str = "", notes: Iterable[str
     """A ``/* kernellsp ... */`` block holding ``spec``, ready to insert above its entry; each of ``notes`` (what a
     draft could not infer) becomes a ``# CHECK:`` comment line on top."""
     body = "".join(f"# CHECK: {n}\n" for n in notes) + spec_to_toml(spec)
-    return indent + "/* kernellsp\n" + "".join(indent + ln + "\n" for ln in body.rstrip("\n").split("\n")) + indent + "*/\n"
+    return (
+        indent
+        + "/* kernellsp\n"
+        + "".join(indent + ln + "\n" for ln in body.rstrip("\n").split("\n"))
+        + indent
+        + "*/\n"
+    )
 
 
 def draft_spec(fn: Function, model: SourceModel) -> KernelSpec:
@@ -805,7 +990,9 @@ def draft_with_notes(fn: Function, model: SourceModel) -> tuple[KernelSpec, list
     # Size values that keep each buffer a few MiB: a matrix side (it meets another size in one count, or spans a
     # 2-D grid) 2048, a 1-D extent 1 << 20; a size that only bounds a loop or a small buffer (a filter radius) 64.
     names_in = lambda text: set(re.findall(r"[A-Za-z_]\w*", text))  # noqa: E731
-    multi = {n for c in inferred.counts.values() for n in names_in(c) if len(names_in(c) & set(upper.values())) > 1}
+    multi = {
+        n for c in inferred.counts.values() for n in names_in(c) if len(names_in(c) & set(upper.values())) > 1
+    }
     extents = {n for g in inferred.grid or [] for n in names_in(g)} - {"ceil_div"}
     for n in size_names:
         u = upper[n]
@@ -815,18 +1002,24 @@ def draft_with_notes(fn: Function, model: SourceModel) -> tuple[KernelSpec, list
             sizes[u] = 1 << 20
         else:
             sizes[u] = 64
-            notes.append(f"sizes.{u}: 64 is a guess ({n} bounds no buffer and no grid axis kernellsp could read)")
+            notes.append(
+                f"sizes.{u}: 64 is a guess ({n} bounds no buffer and no grid axis kernellsp could read)"
+            )
     first = next(iter(sizes), None)
     if first is None:
         sizes["N"] = 1 << 20
         first = "N"
         if any(p.is_pointer for p in fn.params):
-            notes.append("sizes: the kernel has no integer size parameter; N is a guess for the element counts")
+            notes.append(
+                "sizes: the kernel has no integer size parameter; N is a guess for the element counts"
+            )
     for p in fn.params:
         if p.is_pointer:
             accepted = dtype_for_ctype(p.base_type) or ("f32",)
             if dtype_for_ctype(p.base_type) is None:
-                notes.append(f"args.{p.name}.dtype: {p.base_type} is not a type kernellsp knows; f32 is a guess")
+                notes.append(
+                    f"args.{p.name}.dtype: {p.base_type} is not a type kernellsp knows; f32 is a guess"
+                )
             direction = "in" if p.is_const else inferred.dirs.get(p.name, "inout")
             args[p.name] = ArgSpec(dtype=accepted[0], dir=direction, count=inferred.counts.get(p.name, first))  # type: ignore[arg-type]
         elif p.name in upper:
@@ -838,8 +1031,10 @@ def draft_with_notes(fn: Function, model: SourceModel) -> tuple[KernelSpec, list
     if fn.kind == "global":
         if inferred.grid is not None and inferred.block is not None:
             one = len(inferred.grid) == 1
-            launch = LaunchSpec(grid=inferred.grid[0] if one else list(inferred.grid),
-                                block=inferred.block[0] if one else list(inferred.block))  # fmt: skip
+            launch = LaunchSpec(
+                grid=inferred.grid[0] if one else list(inferred.grid),
+                block=inferred.block[0] if one else list(inferred.block),
+            )
         else:
             launch = LaunchSpec(grid=f"ceil_div({first}, 256)", block=256)
         for site in model.launches_of(fn.name):
@@ -884,7 +1079,9 @@ def patch_spec_block(text: str, block: CommentBlock, updates: dict[str, Any]) ->
     for i, b in enumerate(body):
         if b.strip() and i < len(block.body_lines):
             src = lines[block.body_lines[i]]
-            prefix = src[: len(src) - len(src.lstrip())] if block.style == "block" else src[: src.find("//") + 3]
+            prefix = (
+                src[: len(src) - len(src.lstrip())] if block.style == "block" else src[: src.find("//") + 3]
+            )
             m = re.match(r"^(\s*\*\s?)", src)
             if block.style == "block" and m:
                 prefix = m.group(1)

@@ -35,8 +35,14 @@ def _check(cache: str) -> tuple[float, int, str]:
     env = {**os.environ, "KERNELLSP_CACHE_DIR": cache}
     env.pop("KERNELLSP_NO_CACHE", None)
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "kernellsp", "check", "samples/"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernellsp", "check", "samples/"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     wall = time.perf_counter() - t0
     if proc.returncode not in (0, 1):
         raise SystemExit(f"kernellsp check failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")

@@ -52,7 +52,9 @@ async def _profiled(client: Any, uri: str, after: int, version: int, t: float, w
     of that very text is in."""
     while True:
         pubs = publications(client, uri)[after:]
-        if any(p.version == version and any(str(d.code).startswith(PROFILE) for d in p.diagnostics) for p in pubs):
+        if any(
+            p.version == version and any(str(d.code).startswith(PROFILE) for d in p.diagnostics) for p in pubs
+        ):
             return time.monotonic() - t
         if time.monotonic() - t > 300:
             raise TimeoutError(what)
@@ -93,7 +95,9 @@ async def one_run(gpu: bool) -> dict[str, float]:
             t = time.monotonic()
             save_doc(client, uri)
             out["resave_cached_s"] = await _profiled(client, uri, n, 2, t, "re-save → profile")
-        client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+        client.text_document_did_close(
+            types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
         await asyncio.sleep(0.2)
         n = len(publications(client, uri))
         t = time.monotonic()
@@ -139,24 +143,35 @@ def main() -> int:
         keys += ["open_to_profile_s", "save_to_profile_s", "resave_cached_s"]
         keys += [f"phase_{k}" for k in PHASES if all(f"phase_{k}" in r for r in runs)]
     where = gpu_name or f"CPU only ({os.cpu_count()} cores)"
-    lines = [f"# Language-server latency ({where})", "",
-             f"Client over stdio (pytest-lsp, Neovim 0.11 capabilities), samples/vector_add.cu, fresh cache and a new "
-             f"server per run, host {platform.node()}, load average {os.getloadavg()[0]:.2f}. Columns (seconds): "
-             "`open_to_static` didOpen → static diagnostics with nothing cached; `reopen_to_static` didClose + "
-             "didOpen in the same server; `open_to_static_warm` a second server on the same cache"
-             + ("; `open_to_profile` didOpen → profile diagnostics on a machine where kernellsp never ran (the "
-                "harness runtime object, built once per toolchain from the server's start, is included); "
-                "`save_to_profile` an edit (a comment appended) + didSave → profile diagnostics of the new text "
-                "(the entry unit's compile, the 0.5 s debounce overlapping it, ncu's fast set, the report, the "
-                "rules); `resave_cached` didSave of the unchanged text → its profile diagnostics (content-hash "
-                "cache); `phase_*` the edited text's profile as the server recorded it (build = the entry unit's "
-                "compile and link, debounce_wait = what was left of the 0.5 s after the build, ncu = the "
-                "profiler run, report = reading the .ncu-rep, rules = findings; total = profile_file end to end)"
-                if gpu_name else "") + ".", "",
-             "| run | " + " | ".join(k.removesuffix("_s") for k in keys) + " |", "|---|" + "---:|" * len(keys)]  # fmt: skip
+    lines = [
+        f"# Language-server latency ({where})",
+        "",
+        f"Client over stdio (pytest-lsp, Neovim 0.11 capabilities), samples/vector_add.cu, fresh cache and a new "
+        f"server per run, host {platform.node()}, load average {os.getloadavg()[0]:.2f}. Columns (seconds): "
+        "`open_to_static` didOpen → static diagnostics with nothing cached; `reopen_to_static` didClose + "
+        "didOpen in the same server; `open_to_static_warm` a second server on the same cache"
+        + (
+            "; `open_to_profile` didOpen → profile diagnostics on a machine where kernellsp never ran (the "
+            "harness runtime object, built once per toolchain from the server's start, is included); "
+            "`save_to_profile` an edit (a comment appended) + didSave → profile diagnostics of the new text "
+            "(the entry unit's compile, the 0.5 s debounce overlapping it, ncu's fast set, the report, the "
+            "rules); `resave_cached` didSave of the unchanged text → its profile diagnostics (content-hash "
+            "cache); `phase_*` the edited text's profile as the server recorded it (build = the entry unit's "
+            "compile and link, debounce_wait = what was left of the 0.5 s after the build, ncu = the "
+            "profiler run, report = reading the .ncu-rep, rules = findings; total = profile_file end to end)"
+            if gpu_name
+            else ""
+        )
+        + ".",
+        "",
+        "| run | " + " | ".join(k.removesuffix("_s") for k in keys) + " |",
+        "|---|" + "---:|" * len(keys),
+    ]
     for i, r in enumerate(runs, 1):
         lines.append(f"| {i} | " + " | ".join(f"{r[k]:.2f}" for k in keys) + " |")
-    lines.append("| median | " + " | ".join(f"{statistics.median(r[k] for r in runs):.2f}" for k in keys) + " |")
+    lines.append(
+        "| median | " + " | ".join(f"{statistics.median(r[k] for r in runs):.2f}" for k in keys) + " |"
+    )
     text = "\n".join(lines) + "\n"
     print(text)
     if args.write:

@@ -49,27 +49,58 @@ def _verify_opts(seeds: int) -> VerifyOptions:
     return VerifyOptions(seeds=seeds, rounds=4, reps=10, sanitize_all_shapes=False)
 
 
-def _row(case: dict[str, Any], path: Path, text: str, entry: str, full: bool, runner: LocalRunner,
-         env: dict[str, Any], seeds: int) -> dict[str, Any]:  # fmt: skip
+def _row(
+    case: dict[str, Any],
+    path: Path,
+    text: str,
+    entry: str,
+    full: bool,
+    runner: LocalRunner,
+    env: dict[str, Any],
+    seeds: int,
+) -> dict[str, Any]:
     ref = _time_reference(case["reference"], text, path, entry) if case.get("reference") else {}
     t0 = time.monotonic()
 
     def say(msg: str, _p: float | None, n: str = path.name) -> None:
         print(f"  {n} {time.monotonic() - t0:6.1f} s: {msg}", flush=True)
 
-    row: dict[str, Any] = {"file": case["file"], "entry": entry, "sizes": case.get("sizes"), "reference": ref,
-                           "target": case.get("target"), "mode": "optimize" if full else "verify"}  # fmt: skip
+    row: dict[str, Any] = {
+        "file": case["file"],
+        "entry": entry,
+        "sizes": case.get("sizes"),
+        "reference": ref,
+        "target": case.get("target"),
+        "mode": "optimize" if full else "verify",
+    }
     if full:
-        res = optimize(path, text, entry, runner, [RecipeProposer()],
-                       OptimizeOptions(rounds=1, candidates=4, verify=_verify_opts(seeds)), environment=env,
-                       progress=say)  # fmt: skip
+        res = optimize(
+            path,
+            text,
+            entry,
+            runner,
+            [RecipeProposer()],
+            OptimizeOptions(rounds=1, candidates=4, verify=_verify_opts(seeds)),
+            environment=env,
+            progress=say,
+        )
         final = res.final
         st = (final.stats or {}) if final is not None else {}
-        row.update(verdict=final.kind if final else res.stop_reason, accepted=res.accepted,
-                   message=(final.message if final else res.stop_reason)[:300],
-                   winner=" + ".join(res.winners) if res.accepted else None,
-                   candidates=[{"description": c.description, "verdict": c.verdict,
-                                "speedup": c.speedup_vs_champion, "ms": c.candidate_ms} for c in res.candidates])  # fmt: skip
+        row.update(
+            verdict=final.kind if final else res.stop_reason,
+            accepted=res.accepted,
+            message=(final.message if final else res.stop_reason)[:300],
+            winner=" + ".join(res.winners) if res.accepted else None,
+            candidates=[
+                {
+                    "description": c.description,
+                    "verdict": c.verdict,
+                    "speedup": c.speedup_vs_champion,
+                    "ms": c.candidate_ms,
+                }
+                for c in res.candidates
+            ],
+        )
     else:
         model = parse_source(text, str(path))
         bound = specmod.entry_spec(model, entry)
@@ -81,9 +112,13 @@ def _row(case: dict[str, Any], path: Path, text: str, entry: str, full: bool, ru
         v = verify(path, text, cands[0].text, entry, runner, _verify_opts(seeds), env, progress=say)
         st = v.stats or {}
         row.update(verdict=v.kind, accepted=v.accepted, message=v.message[:300], winner=cands[0].description)
-    row.update(baseline_ms=st.get("baseline_median_ms"), best_ms=st.get("candidate_median_ms") if row["accepted"]
-               else None, speedup=st.get("speedup") if row["accepted"] else None,
-               ci=[st.get("ci_low"), st.get("ci_high")], wall_s=time.monotonic() - t0)  # fmt: skip
+    row.update(
+        baseline_ms=st.get("baseline_median_ms"),
+        best_ms=st.get("candidate_median_ms") if row["accepted"] else None,
+        speedup=st.get("speedup") if row["accepted"] else None,
+        ci=[st.get("ci_low"), st.get("ci_high")],
+        wall_s=time.monotonic() - t0,
+    )
     return row
 
 
@@ -122,17 +157,22 @@ def render(rows: list[dict[str, Any]], env: dict[str, Any]) -> str:
         ref_s = f"{ref['kind']} {ref['ms']:.3f}" if ref.get("ms") else "n/a"
         sizes = ", ".join(f"{k}={v}" for k, v in (r.get("sizes") or {}).items()) or "spec"
         ci = r.get("ci") or [None, None]
-        sp = (f"{r['speedup']:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]" if r.get("speedup") and ci[0] is not None
-              else "n/a")  # fmt: skip
+        sp = (
+            f"{r['speedup']:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]"
+            if r.get("speedup") and ci[0] is not None
+            else "n/a"
+        )
         pct = _pct(r)
         base = f"{r['baseline_ms']:.3f}" if r.get("baseline_ms") else "n/a"
         best = f"{r['best_ms']:.3f}" if r.get("best_ms") else "n/a"
         verdict = r.get("verdict") or ""
         if not r.get("accepted"):
             verdict += f": {r.get('message', '')[:120]}"
-        lines.append(f"| {Path(r['file']).name} | {r['mode']} | {sizes} | {base} | {best} | {sp} | {ref_s} | "
-                     f"{f'{pct:.0f}' if pct is not None else 'n/a'} | {r.get('target') or ''} | {_met(r)} | "
-                     f"{verdict} | {r.get('winner') or ''} | {r.get('wall_s', 0):.0f} |")  # fmt: skip
+        lines.append(
+            f"| {Path(r['file']).name} | {r['mode']} | {sizes} | {base} | {best} | {sp} | {ref_s} | "
+            f"{f'{pct:.0f}' if pct is not None else 'n/a'} | {r.get('target') or ''} | {_met(r)} | "
+            f"{verdict} | {r.get('winner') or ''} | {r.get('wall_s', 0):.0f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -172,14 +212,22 @@ def main() -> int:
         try:
             row = _row(case, path, text, entry, i < args.full, runner, env, args.seeds)
         except Exception as exc:  # one broken row must not take the table down
-            row = {"file": case["file"], "entry": entry, "mode": "error", "verdict": "error", "accepted": False,
-                   "message": f"{type(exc).__name__}: {exc}", "sizes": case.get("sizes")}  # fmt: skip
+            row = {
+                "file": case["file"],
+                "entry": entry,
+                "mode": "error",
+                "verdict": "error",
+                "accepted": False,
+                "message": f"{type(exc).__name__}: {exc}",
+                "sizes": case.get("sizes"),
+            }
         rows.append(row)
         print(f"{src.name}: {row['verdict']} {row.get('message', '')[:200]}", flush=True)
         table = render(rows, env)
         (out / f"matmul-{slug}.md").write_text(table)
-        (out / f"matmul-{slug}.json").write_text(json.dumps({"environment": env, "rows": rows}, indent=1,
-                                                            default=str) + "\n")  # fmt: skip
+        (out / f"matmul-{slug}.json").write_text(
+            json.dumps({"environment": env, "rows": rows}, indent=1, default=str) + "\n"
+        )
     print(render(rows, env))
     return 0
 

@@ -74,11 +74,20 @@ def main() -> int:
     (work / hb.RUNTIME_SOURCE).write_text(hb.runtime_unit_source())
     flags = list(b.spec.flags)
     rows = [
-        ("build: single unit, runtime inlined (before)", _timed(harness.harness_compile_command("h.cu", "h1", "sm_90", flags), work)),
+        (
+            "build: single unit, runtime inlined (before)",
+            _timed(harness.harness_compile_command("h.cu", "h1", "sm_90", flags), work),
+        ),
         ("build: runtime object (once per toolchain)", _timed(hb.runtime_compile_command("sm_90"), work)),
-        ("build: entry unit (per change)", _timed(hb.unit_compile_command("u.cu", "u.o", "sm_90", flags), work)),
-        ("build: link (per change)", _timed(hb.link_command(["u.o", hb.RUNTIME_OBJECT], "h", "sm_90", flags), work)),
-    ]  # fmt: skip
+        (
+            "build: entry unit (per change)",
+            _timed(hb.unit_compile_command("u.cu", "u.o", "sm_90", flags), work),
+        ),
+        (
+            "build: link (per change)",
+            _timed(hb.link_command(["u.o", hb.RUNTIME_OBJECT], "h", "sm_90", flags), work),
+        ),
+    ]
     run = ["./h", "--mode", "profile", "--shape", "0", "--seed", "1", "--out", "o"]
     rows.append(("harness alone, no profiler", _timed(run, work)))
     rows.append(("ncu --version (start-up)", _timed(["ncu", "--version"], work)))
@@ -86,8 +95,12 @@ def main() -> int:
         cmd = ["ncu", "--force-overwrite", "--export", "p", "--profile-from-start", "off", *opts, *run]
         rows.append((f"ncu: {label}", _timed(cmd, work)))
     gpu = local_gpu_name()
-    lines = [f"# Cost of the build steps and of ncu options on {args.sample} ({gpu})", "", "| step | wall (s) |",
-             "|---|---:|"]  # fmt: skip
+    lines = [
+        f"# Cost of the build steps and of ncu options on {args.sample} ({gpu})",
+        "",
+        "| step | wall (s) |",
+        "|---|---:|",
+    ]
     lines += [f"| {k} | {v:.2f} |" for k, v in rows]
     out = "\n".join(lines) + "\n"
     print(out)

@@ -84,7 +84,8 @@ def _time_reference(kind: str, text: str, path: Path, entry: str) -> dict[str, A
         nbytes = footprint_bytes(bound) or 0
         if kind == "read":
             inputs = sum(
-                int(eval_count(a.count, sizes)) * {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "u8": 1}.get(a.dtype or "", 4)
+                int(eval_count(a.count, sizes))
+                * {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "u8": 1}.get(a.dtype or "", 4)
                 for a in bound.spec.args.values()
                 if a.count is not None and a.dir in ("in", "inout")
             )
@@ -124,8 +125,11 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--candidates", type=int, default=4)
     ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--only", help="comma-separated file names: run these cases of the suite and keep the other "
-                    "rows of the previous table (a suite split over several GPU sessions)")  # fmt: skip
+    ap.add_argument(
+        "--only",
+        help="comma-separated file names: run these cases of the suite and keep the other "
+        "rows of the previous table (a suite split over several GPU sessions)",
+    )
     ap.add_argument("files", nargs="*")
     args = ap.parse_args()
     runner = LocalRunner()
@@ -147,41 +151,81 @@ def main() -> int:
         findings = check_text(path, text, CheckOptions(), rules).findings
         t0 = time.monotonic()
         try:
-            res = optimize(path, text, entry, runner, proposers,
-                           OptimizeOptions(rounds=args.rounds, candidates=args.candidates,
-                                           verify=VerifyOptions(seeds=args.seeds, rounds=4, reps=10)),
-                           findings=findings, environment=env)  # fmt: skip
+            res = optimize(
+                path,
+                text,
+                entry,
+                runner,
+                proposers,
+                OptimizeOptions(
+                    rounds=args.rounds,
+                    candidates=args.candidates,
+                    verify=VerifyOptions(seeds=args.seeds, rounds=4, reps=10),
+                ),
+                findings=findings,
+                environment=env,
+            )
         except Exception as exc:  # a benchmark row, not a crash of the whole table
-            rows.append({"sample": src.name, "entry": entry, "error": f"{type(exc).__name__}: {exc}",
-                         "wall_s": time.monotonic() - t0, "reference": reference,
-                         "target": case.get("target")})  # fmt: skip
+            rows.append(
+                {
+                    "sample": src.name,
+                    "entry": entry,
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "wall_s": time.monotonic() - t0,
+                    "reference": reference,
+                    "target": case.get("target"),
+                }
+            )
             print(f"{src.name}: ERROR {exc}", flush=True)
             continue
         final = res.final
         stats = final.stats if final is not None and final.stats else None
         row = {
-            "sample": src.name, "entry": entry, "accepted": res.accepted,
-            "final_verdict": final.kind if final else None, "final_message": final.message if final else res.stop_reason,
-            "baseline_ms": stats["baseline_median_ms"] if stats else next(
-                (c.baseline_ms for c in res.candidates if c.round == 1 and c.baseline_ms), None),
+            "sample": src.name,
+            "entry": entry,
+            "accepted": res.accepted,
+            "final_verdict": final.kind if final else None,
+            "final_message": final.message if final else res.stop_reason,
+            "baseline_ms": stats["baseline_median_ms"]
+            if stats
+            else next((c.baseline_ms for c in res.candidates if c.round == 1 and c.baseline_ms), None),
             "best_ms": stats["candidate_median_ms"] if stats and res.accepted else None,
             "speedup": stats["speedup"] if stats and res.accepted else None,  # nothing verified: no number
             "ci": [stats["ci_low"], stats["ci_high"]] if stats else None,
-            "roofline_pct": (final.details.get("candidate_pct_of_roofline") if res.accepted else
-                             final.details.get("baseline_pct_of_roofline")) if final else None,
-            "rounds": res.rounds_run, "stop": res.stop_reason, "wall_s": res.wall_s,
-            "sizes": case.get("sizes"), "reference": reference, "target": case.get("target"),
+            "roofline_pct": (
+                final.details.get("candidate_pct_of_roofline")
+                if res.accepted
+                else final.details.get("baseline_pct_of_roofline")
+            )
+            if final
+            else None,
+            "rounds": res.rounds_run,
+            "stop": res.stop_reason,
+            "wall_s": res.wall_s,
+            "sizes": case.get("sizes"),
+            "reference": reference,
+            "target": case.get("target"),
             "phases": final.details.get("phases") if final else None,
             # Sets where the baseline's own float error was the difference (kernellsp.optimize.verify.oracle).
             "oracle": final.details.get("oracle") if final else None,
             "winner": " + ".join(res.winners) if res.accepted else None,
-            "candidates": [{"round": c.round, "description": c.description, "verdict": c.verdict,
-                            "speedup": c.speedup_vs_champion, "message": c.message[:200]} for c in res.candidates],
-        }  # fmt: skip
+            "candidates": [
+                {
+                    "round": c.round,
+                    "description": c.description,
+                    "verdict": c.verdict,
+                    "speedup": c.speedup_vs_champion,
+                    "message": c.message[:200],
+                }
+                for c in res.candidates
+            ],
+        }
         rows.append(row)
         sp = f"{row['speedup']:.3f}" if row["speedup"] is not None else "n/a"
-        print(f"{src.name}: {row['final_verdict']} speedup {sp} ({row['stop']}, {row['wall_s']:.0f} s)",
-              flush=True)  # fmt: skip
+        print(
+            f"{src.name}: {row['final_verdict']} speedup {sp} ({row['stop']}, {row['wall_s']:.0f} s)",
+            flush=True,
+        )
     gpu = env.get("gpu", "?")
     slug = gpu_slug(gpu)
     previous = RESULTS / f"optimize-{slug}.json"
@@ -195,8 +239,9 @@ def main() -> int:
     if args.write:
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / f"optimize-{slug}.md").write_text(table)
-        (RESULTS / f"optimize-{slug}.json").write_text(json.dumps({"environment": env, "rows": rows}, indent=1,
-                                                                  default=str) + "\n")  # fmt: skip
+        (RESULTS / f"optimize-{slug}.json").write_text(
+            json.dumps({"environment": env, "rows": rows}, indent=1, default=str) + "\n"
+        )
     shutil.rmtree(work, ignore_errors=True)
     return 0
 
@@ -246,8 +291,10 @@ def render(rows: list[dict], env: dict, args: argparse.Namespace) -> str:
         ref_ms = f"{ref['kind']} {ref['ms']:.4f}" if ref.get("ms") else "n/a"
         sizes = ", ".join(f"{k}={v}" for k, v in (r.get("sizes") or {}).items()) or "spec"
         if "error" in r:
-            lines.append(f"| {r['sample']} | {r['entry']} | {sizes} | | | error: {r['error'][:100]} | {ref_ms} | | "
-                         f"{r.get('target') or ''} | no | | | {r['wall_s']:.0f} |")  # fmt: skip
+            lines.append(
+                f"| {r['sample']} | {r['entry']} | {sizes} | | | error: {r['error'][:100]} | {ref_ms} | | "
+                f"{r.get('target') or ''} | no | | | {r['wall_s']:.0f} |"
+            )
             continue
         ci = f" [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]" if r["ci"] and r["accepted"] else ""
         pct = _pct_of_reference(r)
@@ -260,7 +307,11 @@ def render(rows: list[dict], env: dict, args: argparse.Namespace) -> str:
             f"| {r['sample']} | {r['entry']} | {sizes} | {base} | {best} | {speed}{ci} | {ref_ms} | {pct_s} | "
             f"{r.get('target') or ''} | {_target_met(r)} | {winner} | {r['rounds']} | {r['wall_s']:.0f} |"
         )
-    lines += ["", "Every candidate's verdict (and the final verification's phases) is in the .json next to this file.", ""]
+    lines += [
+        "",
+        "Every candidate's verdict (and the final verification's phases) is in the .json next to this file.",
+        "",
+    ]
     return "\n".join(lines) + "\n"
 
 

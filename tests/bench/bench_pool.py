@@ -41,8 +41,11 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from gpuinfo import gpu_slug  # noqa: E402  (tests/gpuinfo.py)
 
 RESULTS = ROOT / "tests" / "bench" / "results"
-DEFAULT_PAIRS = ["saxpy_strided.cu:saxpy_coalesced.cu", "vector_add.cu:vector_add_skip_tail.cu",
-                 "vector_add.cu:const"]  # fmt: skip
+DEFAULT_PAIRS = [
+    "saxpy_strided.cu:saxpy_coalesced.cu",
+    "vector_add.cu:vector_add_skip_tail.cu",
+    "vector_add.cu:const",
+]
 EXPECT = {
     "saxpy_coalesced.cu": "accepted",
     "vector_add_skip_tail.cu": "unwritten_output",
@@ -52,8 +55,11 @@ EXPECT = {
 
 def _candidate(sample_text: str, cand: str) -> str:
     if cand == "const":
-        out = sample_text.replace("int i = blockIdx.x * blockDim.x + threadIdx.x;",
-                                  "const int i = blockIdx.x * blockDim.x + threadIdx.x;", 1)  # fmt: skip
+        out = sample_text.replace(
+            "int i = blockIdx.x * blockDim.x + threadIdx.x;",
+            "const int i = blockIdx.x * blockDim.x + threadIdx.x;",
+            1,
+        )
         assert out != sample_text, "the sample has no `int i = blockIdx.x * blockDim.x + threadIdx.x;` line"
         return out
     return (ROOT / "tests" / "adversarial" / cand).read_text()
@@ -89,8 +95,12 @@ def main() -> int:
     first_look_s = time.monotonic() - t
     runner = pool.runner()
     pool_env = runner.environment()
-    setup = {"cluster": pool.cluster_kind, "start_s": round(start_s, 2), "first_look_s": round(first_look_s, 2),
-             "workers": [w.describe() for ws in groups.values() for w in ws]}  # fmt: skip
+    setup = {
+        "cluster": pool.cluster_kind,
+        "start_s": round(start_s, 2),
+        "first_look_s": round(first_look_s, 2),
+        "workers": [w.describe() for ws in groups.values() for w in ws],
+    }
     print(f"pool: {setup}", flush=True)
     rows: list[dict[str, Any]] = []
     for k, pair in enumerate(args.pairs):
@@ -103,8 +113,12 @@ def main() -> int:
 
         entry = spec.specs_from_source(parse_source(baseline, str(path)))[0][0].entry
         run_opts = dataclasses.replace(opts, run_seed=1_000_003 * (k + 1))
-        row: dict[str, Any] = {"pair": pair, "entry": entry, "expected": EXPECT.get(cand),
-                               "first": "local" if k % 2 == 0 else "pool"}  # fmt: skip
+        row: dict[str, Any] = {
+            "pair": pair,
+            "entry": entry,
+            "expected": EXPECT.get(cand),
+            "first": "local" if k % 2 == 0 else "pool",
+        }
         for side in ("local", "pool") if k % 2 == 0 else ("pool", "local"):
             t = time.monotonic()
             try:
@@ -120,19 +134,29 @@ def main() -> int:
                 print(f"{pair} {side}: {row[side]}", flush=True)
                 continue
             wall = time.monotonic() - t
-            row[side] = {"verdict": v.kind, "message": v.message[:200], "speedup": v.speedup, "wall_s": round(wall, 3),
-                         "verify_s": round(v.seconds, 3), "phases": v.details.get("phase_seconds"),
-                         "run_seed": v.details.get("run_seed")}  # fmt: skip
+            row[side] = {
+                "verdict": v.kind,
+                "message": v.message[:200],
+                "speedup": v.speedup,
+                "wall_s": round(wall, 3),
+                "verify_s": round(v.seconds, 3),
+                "phases": v.details.get("phase_seconds"),
+                "run_seed": v.details.get("run_seed"),
+            }
             if side == "pool":
                 p = v.environment["pool"]
-                row[side].update({
-                    "worker": p["worker"], "gpu": v.environment.get("gpu"), "arch": v.environment.get("arch"),
-                    "worker_verify_s": round(p["verify_seconds"], 3),
-                    "added_s": round(wall - p["verify_seconds"], 3),
-                    "dispatch_s": round(p["started_at"] - p["submitted_at"], 3),
-                    "worker_overhead_s": round(p["task_seconds"] - p["verify_seconds"], 3),
-                    "return_s": round(p["returned_at"] - p["finished_at"], 3),
-                })  # fmt: skip
+                row[side].update(
+                    {
+                        "worker": p["worker"],
+                        "gpu": v.environment.get("gpu"),
+                        "arch": v.environment.get("arch"),
+                        "worker_verify_s": round(p["verify_seconds"], 3),
+                        "added_s": round(wall - p["verify_seconds"], 3),
+                        "dispatch_s": round(p["started_at"] - p["submitted_at"], 3),
+                        "worker_overhead_s": round(p["task_seconds"] - p["verify_seconds"], 3),
+                        "return_s": round(p["returned_at"] - p["finished_at"], 3),
+                    }
+                )
             print(f"{pair} {side}: {row[side]}", flush=True)
         row["same_verdict"] = row["local"]["verdict"] == row["pool"]["verdict"]
         rows.append(row)
@@ -144,12 +168,25 @@ def main() -> int:
     return 0 if same else 1
 
 
-def _write(rows: list[dict[str, Any]], env: dict[str, Any], pool_env: dict[str, Any], setup: dict[str, Any],
-           runtime: dict[str, Any], out: Path | None) -> None:  # fmt: skip
+def _write(
+    rows: list[dict[str, Any]],
+    env: dict[str, Any],
+    pool_env: dict[str, Any],
+    setup: dict[str, Any],
+    runtime: dict[str, Any],
+    out: Path | None,
+) -> None:
     slug = gpu_slug(env.get("gpu") or "gpu")
     added = [r["pool"]["added_s"] for r in rows if "added_s" in r["pool"]]
-    doc = {"environment": env, "pool_environment": pool_env, "setup": setup, "runtime_object": runtime,
-           "host": platform.node(), "python": platform.python_version(), "rows": rows}  # fmt: skip
+    doc = {
+        "environment": env,
+        "pool_environment": pool_env,
+        "setup": setup,
+        "runtime_object": runtime,
+        "host": platform.node(),
+        "python": platform.python_version(),
+        "rows": rows,
+    }
     lines = [
         f"# Pool runner on one {env.get('gpu')}: verdicts and added latency",
         "",
@@ -171,15 +208,23 @@ def _write(rows: list[dict[str, Any]], env: dict[str, Any], pool_env: dict[str, 
     ]
     for r in rows:
         lo, po = r["local"], r["pool"]
-        split = (f"{po['dispatch_s']:.3f} / {po['worker_overhead_s']:.3f} / {po['return_s']:.3f}" if "added_s" in po
-                 else "-")  # fmt: skip
-        lines.append(f"| {r['pair']} | {r['expected']} | {lo['verdict']} | {po['verdict']} | "
-                     f"{'yes' if r['same_verdict'] else 'NO'} | {lo['wall_s']:.2f} | {po['wall_s']:.2f} | "
-                     f"{po.get('worker_verify_s', float('nan')):.2f} | {po.get('added_s', float('nan')):.3f} | "
-                     f"{split} | {r['first']} |")  # fmt: skip
+        split = (
+            f"{po['dispatch_s']:.3f} / {po['worker_overhead_s']:.3f} / {po['return_s']:.3f}"
+            if "added_s" in po
+            else "-"
+        )
+        lines.append(
+            f"| {r['pair']} | {r['expected']} | {lo['verdict']} | {po['verdict']} | "
+            f"{'yes' if r['same_verdict'] else 'NO'} | {lo['wall_s']:.2f} | {po['wall_s']:.2f} | "
+            f"{po.get('worker_verify_s', float('nan')):.2f} | {po.get('added_s', float('nan')):.3f} | "
+            f"{split} | {r['first']} |"
+        )
     if added:
-        lines += ["", f"Added latency per candidate: median {statistics.median(added):.3f} s, max {max(added):.3f} s "
-                  f"({len(added)} candidates)."]  # fmt: skip
+        lines += [
+            "",
+            f"Added latency per candidate: median {statistics.median(added):.3f} s, max {max(added):.3f} s "
+            f"({len(added)} candidates).",
+        ]
     lines += ["", "Verdict messages (local | pool):", ""]
     for r in rows:
         lines.append(f"- {r['pair']}: {r['local']['message']} | {r['pool']['message']}")

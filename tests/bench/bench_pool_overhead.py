@@ -46,9 +46,11 @@ def _cluster(n: int) -> Any:
 
     env = {"KERNELLSP_CACHE_DIR": os.environ["KERNELLSP_CACHE_DIR"]}
     workers = {f"a{i}": {"cls": distributed.Nanny, "options": {"nthreads": 1, "env": env}} for i in range(n)}
-    return distributed.SpecCluster(workers=workers, silence_logs=logging.ERROR,
-                                   scheduler={"cls": distributed.Scheduler,
-                                              "options": {"dashboard": False, "dashboard_address": ":0"}})  # fmt: skip
+    return distributed.SpecCluster(
+        workers=workers,
+        silence_logs=logging.ERROR,
+        scheduler={"cls": distributed.Scheduler, "options": {"dashboard": False, "dashboard_address": ":0"}},
+    )
 
 
 def _candidates(base: str, n: int) -> list[str]:
@@ -87,8 +89,12 @@ def main() -> int:
     base = (ROOT / "samples" / "vector_add.cu").read_text()
     path.write_text(base)
     cands = _candidates(base, args.batch)
-    doc: dict[str, Any] = {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
-                           "load_avg_start": os.getloadavg()}  # fmt: skip
+    doc: dict[str, Any] = {
+        "host": platform.node(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "load_avg_start": os.getloadavg(),
+    }
 
     # 1. Added latency per candidate.
     t = time.monotonic()
@@ -106,9 +112,16 @@ def main() -> int:
         v = verify(path, base, cands[k % len(cands)], "vector_add", runner, VerifyOptions())
         wall = time.monotonic() - t
         p = v.environment["pool"]
-        lat.append({"wall_s": wall, "verify_s": p["verify_seconds"], "added_s": wall - p["verify_seconds"],
-                    "dispatch_s": p["started_at"] - p["submitted_at"],
-                    "worker_s": p["task_seconds"] - p["verify_seconds"], "return_s": p["returned_at"] - p["finished_at"]})  # fmt: skip
+        lat.append(
+            {
+                "wall_s": wall,
+                "verify_s": p["verify_seconds"],
+                "added_s": wall - p["verify_seconds"],
+                "dispatch_s": p["started_at"] - p["submitted_at"],
+                "worker_s": p["task_seconds"] - p["verify_seconds"],
+                "return_s": p["returned_at"] - p["finished_at"],
+            }
+        )
     pool.close()
     cluster.close()
     doc["latency"] = {"cluster_start_s": start_s, "first_look_s": first_look_s, "runs": lat}
@@ -118,15 +131,25 @@ def main() -> int:
     scaling = []
     for n in (1, 2, 4):
         cluster = _cluster(n)
-        pool = Pool(cluster.scheduler_address, probe=pool_support.fake_probe,
-                    verify_fn=functools.partial(pool_support.verify_until_gpu, build=False, gpu_seconds=1.0))  # fmt: skip
+        pool = Pool(
+            cluster.scheduler_address,
+            probe=pool_support.fake_probe,
+            verify_fn=functools.partial(pool_support.verify_until_gpu, build=False, gpu_seconds=1.0),
+        )
         pool.wait_for_gpus(60)
         while len(pool.groups().get("Test GPU A", [])) < n:
             time.sleep(0.2)
         wall, verdicts = _batch(pool, path, base, cands)
         workers = {v.environment["pool"]["worker"] for v in verdicts}
-        scaling.append({"gpus": n, "candidates": len(cands), "wall_s": wall, "ideal_s": len(cands) / n * 1.0,
-                        "workers_used": len(workers)})  # fmt: skip
+        scaling.append(
+            {
+                "gpus": n,
+                "candidates": len(cands),
+                "wall_s": wall,
+                "ideal_s": len(cands) / n * 1.0,
+                "workers_used": len(workers),
+            }
+        )
         print("scaling:", scaling[-1], flush=True)
         pool.close()
         cluster.close()
@@ -142,13 +165,26 @@ def main() -> int:
         while len(pool.groups().get("Test GPU A", [])) < n:
             time.sleep(0.2)
         if n == 1:  # warm: the runtime object and the baseline's binary
-            verify(path, base, base.replace("int i =", "int  i ="), "vector_add", pool.runner("Test GPU A"),
-                   VerifyOptions())  # fmt: skip
+            verify(
+                path,
+                base,
+                base.replace("int i =", "int  i ="),
+                "vector_add",
+                pool.runner("Test GPU A"),
+                VerifyOptions(),
+            )
         mine = [c.replace(" - ", f" - 0*{n} - ") for c in cands[:4]]  # distinct per n: no cached binary
         wall, verdicts = _batch(pool, path, base, mine)
         per = [v.environment["pool"]["verify_seconds"] for v in verdicts]
-        builds.append({"workers": n, "candidates": len(mine), "wall_s": wall, "per_candidate_s": per,
-                       "kinds": sorted({v.kind for v in verdicts})})  # fmt: skip
+        builds.append(
+            {
+                "workers": n,
+                "candidates": len(mine),
+                "wall_s": wall,
+                "per_candidate_s": per,
+                "kinds": sorted({v.kind for v in verdicts}),
+            }
+        )
         print("builds:", builds[-1], flush=True)
         pool.close()
         cluster.close()
@@ -188,18 +224,32 @@ def _write(doc: dict[str, Any]) -> None:
         "| | median s | p90 s |",
         "|---|---:|---:|",
     ]
-    for k, label in (("added_s", "added (wall − verification on the worker)"), ("dispatch_s", "dispatch (submit → start)"),
-                     ("worker_s", "worker (scratch copy, cancel watcher)"), ("return_s", "return (end → verdict back)"),
-                     ("verify_s", "the verification itself (scope, planning)")):  # fmt: skip
+    for k, label in (
+        ("added_s", "added (wall − verification on the worker)"),
+        ("dispatch_s", "dispatch (submit → start)"),
+        ("worker_s", "worker (scratch copy, cancel watcher)"),
+        ("return_s", "return (end → verdict back)"),
+        ("verify_s", "the verification itself (scope, planning)"),
+    ):
         lines.append(f"| {label} | {med(k):.4f} | {p90(k):.4f} |")
-    lines += ["", "## 2. Throughput against GPUs (stand-in GPU steps of 1 s per candidate, submitted at once)", "",
-              "| GPUs (workers) | candidates | wall s | ideal s | workers used |", "|---:|---:|---:|---:|---:|"]  # fmt: skip
+    lines += [
+        "",
+        "## 2. Throughput against GPUs (stand-in GPU steps of 1 s per candidate, submitted at once)",
+        "",
+        "| GPUs (workers) | candidates | wall s | ideal s | workers used |",
+        "|---:|---:|---:|---:|---:|",
+    ]
     for s in doc["scaling"]:
         lines.append(
             f"| {s['gpus']} | {s['candidates']} | {s['wall_s']:.2f} | {s['ideal_s']:.2f} | {s['workers_used']} |"
         )
-    lines += ["", "## 3. Build CPU (real nvcc: each candidate's harness entry unit compiled and linked)", "",
-              "| workers | candidates | wall s | per candidate on its worker s | verdicts |", "|---:|---:|---:|---|---|"]  # fmt: skip
+    lines += [
+        "",
+        "## 3. Build CPU (real nvcc: each candidate's harness entry unit compiled and linked)",
+        "",
+        "| workers | candidates | wall s | per candidate on its worker s | verdicts |",
+        "|---:|---:|---:|---|---|",
+    ]
     for b in doc["builds"]:
         per = ", ".join(f"{x:.1f}" for x in b["per_candidate_s"])
         lines.append(

@@ -37,8 +37,13 @@ RESULTS = ROOT / "tests" / "bench" / "results"
 FIXTURES = ROOT / "tests" / "fixtures" / "ncu"  # samples-<gpu>/ under it
 TARGET_S = 5.0
 #: The phases of ``environment.phases`` the table shows, in order (see kernellsp.profile.ncu.profile_file).
-PHASE_COLUMNS = (("plan", ("parse_s", "plan_s")), ("build", ("build_s",)), ("ncu", ("ncu_s",)),
-                 ("report", ("report_s",)), ("rules", ("rules_s",)))  # fmt: skip
+PHASE_COLUMNS = (
+    ("plan", ("parse_s", "plan_s")),
+    ("build", ("build_s",)),
+    ("ncu", ("ncu_s",)),
+    ("report", ("report_s",)),
+    ("rules", ("rules_s",)),
+)
 
 
 def build_runtime(env: dict[str, str]) -> dict[str, object]:
@@ -71,8 +76,14 @@ def phase_values(row: dict) -> dict[str, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--write", action="store_true", help="write tests/bench/results/profile-<gpu>.md and .json")
-    ap.add_argument("--fixtures", action="store_true", help="copy the .ncu-rep files and the sources to tests/fixtures/ncu/samples-<gpu>/")
+    ap.add_argument(
+        "--write", action="store_true", help="write tests/bench/results/profile-<gpu>.md and .json"
+    )
+    ap.add_argument(
+        "--fixtures",
+        action="store_true",
+        help="copy the .ncu-rep files and the sources to tests/fixtures/ncu/samples-<gpu>/",
+    )
     ap.add_argument("samples", nargs="*", help="sample file names (default: all)")
     args = ap.parse_args()
     files = [SAMPLES / s for s in args.samples] if args.samples else sorted(SAMPLES.glob("*.cu"))
@@ -85,45 +96,87 @@ def main() -> int:
     print(f"harness runtime object: {runtime}", flush=True)
     for f in files:
         t0 = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "kernellsp", "profile", str(f), "--format", "json",
-                               "--save-report", str(reports)], capture_output=True, text=True, env=env, cwd=ROOT)  # fmt: skip
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kernellsp",
+                "profile",
+                str(f),
+                "--format",
+                "json",
+                "--save-report",
+                str(reports),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        )
         wall = time.monotonic() - t0
         if proc.returncode != 0:
-            rows.append({"sample": f.name, "wall_s": wall, "error": (proc.stderr or proc.stdout).strip()[-400:]})
-            print(f"{f.name}: FAILED ({wall:.1f} s): {(proc.stderr or proc.stdout).strip()[-400:]}", flush=True)
+            rows.append(
+                {"sample": f.name, "wall_s": wall, "error": (proc.stderr or proc.stdout).strip()[-400:]}
+            )
+            print(
+                f"{f.name}: FAILED ({wall:.1f} s): {(proc.stderr or proc.stdout).strip()[-400:]}", flush=True
+            )
             continue
         data = json.loads(proc.stdout)
         gpu = data["environment"].get("gpu", gpu)
         # The same profile again: a cache hit must not touch the GPU.
         t1 = time.monotonic()
-        again = subprocess.run([sys.executable, "-m", "kernellsp", "profile", str(f), "--format", "json"],
-                               capture_output=True, text=True, env=env, cwd=ROOT)  # fmt: skip
+        again = subprocess.run(
+            [sys.executable, "-m", "kernellsp", "profile", str(f), "--format", "json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        )
         warm = time.monotonic() - t1
         cached = again.returncode == 0 and json.loads(again.stdout).get("wall_s") == data.get("wall_s")
-        row = {"sample": f.name, "wall_s": wall, "warm_wall_s": warm, "warm_cached": cached,
-               "profile_wall_s": data["wall_s"], "environment": data["environment"], "kernels": []}  # fmt: skip
+        row = {
+            "sample": f.name,
+            "wall_s": wall,
+            "warm_wall_s": warm,
+            "warm_cached": cached,
+            "profile_wall_s": data["wall_s"],
+            "environment": data["environment"],
+            "kernels": [],
+        }
         for k in data["kernels"]:
             mine = [x for x in data["findings"] if x["kernel"] == k["name"] and x["code"] != "KL590"]
-            row["kernels"].append({
-                "name": k["name"], "duration_us": (k["duration_ns"] or 0) / 1000, "dram_pct": k["dram_pct"],
-                "fp32_pct": k["fp32_pct"], "bottleneck": k["bottleneck"],
-                "findings": [f"{x['code']} L{x['range']['start_line'] + 1}" for x in mine[:6]],
-                "top": [f"{x['code']}: {x['message']}" for x in mine[:3]],
-                "hot_lines": k["hot_lines"][:3],
-            })  # fmt: skip
+            row["kernels"].append(
+                {
+                    "name": k["name"],
+                    "duration_us": (k["duration_ns"] or 0) / 1000,
+                    "dram_pct": k["dram_pct"],
+                    "fp32_pct": k["fp32_pct"],
+                    "bottleneck": k["bottleneck"],
+                    "findings": [f"{x['code']} L{x['range']['start_line'] + 1}" for x in mine[:6]],
+                    "top": [f"{x['code']}: {x['message']}" for x in mine[:3]],
+                    "hot_lines": k["hot_lines"][:3],
+                }
+            )
         rows.append(row)
         ks = row["kernels"]
-        print(f"{f.name}: {wall:.1f} s cold, {warm:.1f} s cached; "
-              + "; ".join(f"{k['name']} {k['duration_us']:.1f} us {k['bottleneck']} {' '.join(k['findings'])}" for k in ks),
-              flush=True)  # fmt: skip
+        print(
+            f"{f.name}: {wall:.1f} s cold, {warm:.1f} s cached; "
+            + "; ".join(
+                f"{k['name']} {k['duration_us']:.1f} us {k['bottleneck']} {' '.join(k['findings'])}"
+                for k in ks
+            ),
+            flush=True,
+        )
     table = render(rows, gpu, runtime)
     print(table)
     slug = gpu_slug(gpu)
     if args.write:
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / f"profile-{slug}.md").write_text(table)
-        (RESULTS / f"profile-{slug}.json").write_text(json.dumps({"runtime_object": runtime, "rows": rows}, indent=2,
-                                                                  default=str) + "\n")  # fmt: skip
+        (RESULTS / f"profile-{slug}.json").write_text(
+            json.dumps({"runtime_object": runtime, "rows": rows}, indent=2, default=str) + "\n"
+        )
     if args.fixtures:
         fixtures = FIXTURES / f"samples-{slug}"
         fixtures.mkdir(parents=True, exist_ok=True)
@@ -152,13 +205,16 @@ def render(rows: list[dict], gpu: str, runtime: dict[str, object]) -> str:
         "start-up and imports, the GPU query and the output. Cached = the same command again (no GPU work).",
         "",
         "Harness runtime object (compiled once per machine, arch and nvcc; every profile links it): "
-        + (f"{float(runtime['seconds']):.1f} s for {runtime.get('arch')}." if "seconds" in runtime
-           else f"not built: {runtime.get('error')}"),
+        + (
+            f"{float(runtime['seconds']):.1f} s for {runtime.get('arch')}."
+            if "seconds" in runtime
+            else f"not built: {runtime.get('error')}"
+        ),
         "",
         "| sample | kernel | duration (us) | DRAM % of peak | FP32 % of peak | bottleneck | findings (code line) "
         "| plan | build | ncu | report | rules | other | wall (s) | cached (s) |",
         "|---|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]  # fmt: skip
+    ]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['sample']} | FAILED | | | | {r['error'][:120]} | | {r['wall_s']:.1f} | |")
@@ -169,16 +225,26 @@ def render(rows: list[dict], gpu: str, runtime: dict[str, object]) -> str:
             wall = f"{r['wall_s']:.1f}" if i == 0 else ""
             ph = " | ".join(f"{v:.2f}" for v in phase_values(r).values()) if i == 0 else " | " * 5
             warm = f"{r['warm_wall_s']:.1f}{'' if r['warm_cached'] else ' (miss!)'}" if i == 0 else ""
-            lines.append(f"| {r['sample'] if i == 0 else ''} | {k['name']} | {k['duration_us']:.1f} | {dram} | {fp32} | "
-                         f"{k['bottleneck']} | {', '.join(k['findings'])} | {ph} | {wall} | {warm} |")  # fmt: skip
+            lines.append(
+                f"| {r['sample'] if i == 0 else ''} | {k['name']} | {k['duration_us']:.1f} | {dram} | {fp32} | "
+                f"{k['bottleneck']} | {', '.join(k['findings'])} | {ph} | {wall} | {warm} |"
+            )
     ok = [r for r in rows if "error" not in r]
     if ok:
         med = {name: statistics.median(phase_values(r)[name] for r in ok) for name in phase_values(ok[0])}
-        lines.append("| **median** | | | | | | | " + " | ".join(f"{v:.2f}" for v in med.values())
-                     + f" | {statistics.median(r['wall_s'] for r in ok):.1f} | {statistics.median(r['warm_wall_s'] for r in ok):.1f} |")  # fmt: skip
+        lines.append(
+            "| **median** | | | | | | | "
+            + " | ".join(f"{v:.2f}" for v in med.values())
+            + f" | {statistics.median(r['wall_s'] for r in ok):.1f} | {statistics.median(r['warm_wall_s'] for r in ok):.1f} |"
+        )
     over = [r["sample"] for r in ok if r["environment"].get("phases", {}).get("ncu_s", 1e9) > TARGET_S]
-    lines += ["", f"Samples whose fast-set ncu run exceeds {TARGET_S:.0f} s: {', '.join(over) if over else 'none'}.", "",
-              "## Top findings per kernel", ""]  # fmt: skip
+    lines += [
+        "",
+        f"Samples whose fast-set ncu run exceeds {TARGET_S:.0f} s: {', '.join(over) if over else 'none'}.",
+        "",
+        "## Top findings per kernel",
+        "",
+    ]
     for r in rows:
         for k in r.get("kernels", []):
             lines.append(f"- **{r['sample']} / {k['name']}** ({k['bottleneck']}):")

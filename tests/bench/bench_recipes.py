@@ -49,9 +49,12 @@ def main() -> int:
     ap.add_argument("--out", help="also write the table here")
     ap.add_argument("--json-dir", help="keep each row's JSON (every candidate's verdict) here as <file>.json")
     ap.add_argument("--points", type=int, default=1, help="--verify-only: candidates verified per row")
-    ap.add_argument("--verify-only", action="store_true",
-                    help="no loop: verify each matching recipe's default candidate against the original (one gate "
-                    "run per row, progress printed as it goes)")  # fmt: skip
+    ap.add_argument(
+        "--verify-only",
+        action="store_true",
+        help="no loop: verify each matching recipe's default candidate against the original (one gate "
+        "run per row, progress printed as it goes)",
+    )
     args = ap.parse_args()
     if args.verify_only:
         return verify_only(args)
@@ -63,9 +66,20 @@ def main() -> int:
     for case in cases:
         with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
             f.write(_toml_case(case))
-        cmd = [sys.executable, str(ROOT / "tests" / "bench" / "bench_optimize.py"), "--proposer", "recipes",
-               "--rounds", str(args.rounds), "--candidates", str(args.candidates), "--seeds", str(args.seeds),
-               "--suite", f.name] + (["--write"] if args.json_dir else [])  # fmt: skip
+        cmd = [
+            sys.executable,
+            str(ROOT / "tests" / "bench" / "bench_optimize.py"),
+            "--proposer",
+            "recipes",
+            "--rounds",
+            str(args.rounds),
+            "--candidates",
+            str(args.candidates),
+            "--seeds",
+            str(args.seeds),
+            "--suite",
+            f.name,
+        ] + (["--write"] if args.json_dir else [])
         t0 = time.monotonic()
         try:
             out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, cwd=ROOT)
@@ -74,8 +88,10 @@ def main() -> int:
                 text += out.stderr[-2000:]
         except subprocess.TimeoutExpired as exc:
             text = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-            rows.append(f"| {Path(case['file']).name} | | | | | timeout after {args.timeout:.0f} s | | | "
-                        f"{case.get('target', '')} | no | | | {time.monotonic() - t0:.0f} |")  # fmt: skip
+            rows.append(
+                f"| {Path(case['file']).name} | | | | | timeout after {args.timeout:.0f} s | | | "
+                f"{case.get('target', '')} | no | | | {time.monotonic() - t0:.0f} |"
+            )
         print(text, flush=True)
         if args.json_dir:
             # --write left the row's JSON in tests/bench/results (a scratch copy on the GPU host): keep it.
@@ -119,8 +135,11 @@ def verify_only(args: argparse.Namespace) -> int:
         cases = [c for c in cases if any(o in c["file"] for o in args.only)]
     work = Path(tempfile.mkdtemp(prefix="kernellsp-bench-recipes-"))
     (work / "kernellsp.toml").write_text("")
-    lines = ["| file | candidate | verdict | baseline ms | candidate ms | speedup | reference ms | % of reference | "
-             "gate s | message |", "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+    lines = [
+        "| file | candidate | verdict | baseline ms | candidate ms | speedup | reference ms | % of reference | "
+        "gate s | message |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for case in cases:
         src = ROOT / case["file"]
         path = work / src.name
@@ -146,18 +165,40 @@ def verify_only(args: argparse.Namespace) -> int:
     return 0
 
 
-def _verify_row(args: argparse.Namespace, src: Path, path: Path, text: str, entry: str, cand: Any, ref: dict,
-                runner: Any, env: dict, verify: Any, options: Any) -> str:  # fmt: skip
+def _verify_row(
+    args: argparse.Namespace,
+    src: Path,
+    path: Path,
+    text: str,
+    entry: str,
+    cand: Any,
+    ref: dict,
+    runner: Any,
+    env: dict,
+    verify: Any,
+    options: Any,
+) -> str:
     """One gate run of ``cand`` against the original; the table row (printed as soon as it is known)."""
     t1 = time.monotonic()
-    v = verify(path, text, cand.text, entry, runner, options(seeds=args.seeds, rounds=3, reps=10), env,
-               progress=lambda m, _p, n=src.name, t=t1: print(f"  {n} {time.monotonic() - t:6.1f} s: {m}",
-                                                               flush=True))  # fmt: skip
+    v = verify(
+        path,
+        text,
+        cand.text,
+        entry,
+        runner,
+        options(seeds=args.seeds, rounds=3, reps=10),
+        env,
+        progress=lambda m, _p, n=src.name, t=t1: print(
+            f"  {n} {time.monotonic() - t:6.1f} s: {m}", flush=True
+        ),
+    )
     st = v.stats or {}
     b, c = st.get("baseline_median_ms"), st.get("candidate_median_ms")
     pct = 100.0 * ref["ms"] / c if ref.get("ms") and c and v.accepted else None
-    row = (f"| {src.name} | {cand.description} | {v.kind} | {b or 0:.4f} | {c or 0:.4f} | {st.get('speedup') or 0:.3f} "
-           f"| {ref.get('ms') or 0:.4f} | {pct or 0:.0f} | {time.monotonic() - t1:.0f} | {v.message[:160]} |")  # fmt: skip
+    row = (
+        f"| {src.name} | {cand.description} | {v.kind} | {b or 0:.4f} | {c or 0:.4f} | {st.get('speedup') or 0:.3f} "
+        f"| {ref.get('ms') or 0:.4f} | {pct or 0:.0f} | {time.monotonic() - t1:.0f} | {v.message[:160]} |"
+    )
     print(row, flush=True)
     return row
 

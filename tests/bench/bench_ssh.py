@@ -37,7 +37,13 @@ from kernellsp.optimize.verify.gate import VerifyOptions  # noqa: E402
 from kernellsp.profile.ncu import ProfileOptions, profile_file, runner_environment  # noqa: E402
 from kernellsp.run.runner import LocalRunner, Runner, SshRunner  # noqa: E402
 
-DEFAULT_SAMPLES = ["vector_add.cu", "transpose_naive.cu", "reduce_atomic.cu", "sgemm_naive.cu", "relu_launcher.cu"]
+DEFAULT_SAMPLES = [
+    "vector_add.cu",
+    "transpose_naive.cu",
+    "reduce_atomic.cu",
+    "sgemm_naive.cu",
+    "relu_launcher.cu",
+]
 BUNDLE = ROOT / "tests" / "fixtures" / "bundles" / "softmax_row-tuner"
 
 
@@ -57,25 +63,53 @@ def cli_over_ssh(server: sshd.SshServer, name: str) -> dict[str, Any]:
     """``kernellsp profile --gpu-host TARGET`` as a user runs it: the ``ssh`` on PATH is a wrapper adding the
     test key and options (what a user's ~/.ssh/config does)."""
     wrap = server.client_wrapper(Path(tempfile.mkdtemp(prefix="kernellsp-bench-sshwrap-"))).parent
-    env = {**os.environ, "PATH": f"{wrap}:{os.environ.get('PATH', '')}",
-           "KERNELLSP_CACHE_DIR": tempfile.mkdtemp(prefix="kernellsp-bench-cache-")}  # fmt: skip
+    env = {
+        **os.environ,
+        "PATH": f"{wrap}:{os.environ.get('PATH', '')}",
+        "KERNELLSP_CACHE_DIR": tempfile.mkdtemp(prefix="kernellsp-bench-cache-"),
+    }
     path = ROOT / "samples" / name
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "kernellsp", "profile", str(path), "--gpu-host", server.target,
-                           "--format", "json"], capture_output=True, text=True, env=env, cwd=ROOT)  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kernellsp",
+            "profile",
+            str(path),
+            "--gpu-host",
+            server.target,
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     wall = time.monotonic() - t0
     findings: list[str] = []
     if proc.returncode in (0, 1) and proc.stdout.strip().startswith("{"):
         data = json.loads(proc.stdout)
-        findings = sorted(f"{f['code']} L{f['range']['start_line'] + 1}" for f in data["findings"] if f["code"] != "KL590")
-    return {"sample": name, "target": server.target, "exit": proc.returncode, "wall_s": wall, "findings": findings,
-            "stderr_tail": proc.stderr.strip()[-400:]}  # fmt: skip
+        findings = sorted(
+            f"{f['code']} L{f['range']['start_line'] + 1}" for f in data["findings"] if f["code"] != "KL590"
+        )
+    return {
+        "sample": name,
+        "target": server.target,
+        "exit": proc.returncode,
+        "wall_s": wall,
+        "findings": findings,
+        "stderr_tail": proc.stderr.strip()[-400:],
+    }
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--write", action="store_true")
-    ap.add_argument("--no-replay", action="store_true", help="skip the bundle replay (about a minute per runner)")
+    ap.add_argument(
+        "--no-replay", action="store_true", help="skip the bundle replay (about a minute per runner)"
+    )
     ap.add_argument("samples", nargs="*")
     args = ap.parse_args()
     # Cold builds on both sides: a fresh local cache (profiles and harness binaries), and the remote binary
@@ -96,9 +130,14 @@ def main() -> int:
         for name in args.samples or DEFAULT_SAMPLES:
             a = profile_once(local, lenv, name)
             b = profile_once(remote, renv, name)
-            rows.append({"sample": name, "local": a, "ssh": b, "same_findings": a["findings"] == b["findings"]})
-            print(f"{name}: local {a['wall_s']:.1f} s, ssh {b['wall_s']:.1f} s, same findings: "
-                  f"{a['findings'] == b['findings']}", flush=True)  # fmt: skip
+            rows.append(
+                {"sample": name, "local": a, "ssh": b, "same_findings": a["findings"] == b["findings"]}
+            )
+            print(
+                f"{name}: local {a['wall_s']:.1f} s, ssh {b['wall_s']:.1f} s, same findings: "
+                f"{a['findings'] == b['findings']}",
+                flush=True,
+            )
         cli = cli_over_ssh(server, args.samples[0] if args.samples else "transpose_naive.cu")
         print(f"CLI --gpu-host: exit {cli['exit']}, {cli['wall_s']:.1f} s, {cli['findings']}", flush=True)
         replays: dict[str, Any] = {}
@@ -107,8 +146,12 @@ def main() -> int:
                 t1 = time.monotonic()
                 v, _ = replay(BUNDLE, runner, VerifyOptions(seeds=2, rounds=4, reps=10))
                 stats = v.stats or {}
-                replays[label] = {"verdict": v.kind, "speedup": v.speedup, "wall_s": time.monotonic() - t1,
-                                  "ci": [stats.get("ci_low"), stats.get("ci_high")]}  # fmt: skip
+                replays[label] = {
+                    "verdict": v.kind,
+                    "speedup": v.speedup,
+                    "wall_s": time.monotonic() - t1,
+                    "ci": [stats.get("ci_low"), stats.get("ci_high")],
+                }
                 print(f"replay via {label}: {v.kind} {v.speedup}", flush=True)
         remote.close()
     finally:
@@ -122,16 +165,29 @@ def main() -> int:
     if args.write:
         out = ROOT / "tests" / "bench" / "results"
         (out / f"ssh-{slug}.md").write_text(text)
-        data = {"environment_local": lenv, "environment_ssh": renv, "first_connect_s": first_connect,
-                "rows": rows, "cli": cli, "replay": replays}  # fmt: skip
+        data = {
+            "environment_local": lenv,
+            "environment_ssh": renv,
+            "first_connect_s": first_connect,
+            "rows": rows,
+            "cli": cli,
+            "replay": replays,
+        }
         (out / f"ssh-{slug}.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
     ok = all(r["same_findings"] for r in rows) and all(r["verdict"] == "accepted" for r in replays.values())
     ok = ok and cli["exit"] in (0, 1) and cli["same_findings_as_local"] is not False
     return 0 if ok else 1
 
 
-def render(rows: list[dict[str, Any]], replays: dict[str, Any], lenv: dict[str, Any], renv: dict[str, Any],
-           first_connect: float, ssh: str, cli: dict[str, Any]) -> str:  # fmt: skip
+def render(
+    rows: list[dict[str, Any]],
+    replays: dict[str, Any],
+    lenv: dict[str, Any],
+    renv: dict[str, Any],
+    first_connect: float,
+    ssh: str,
+    cli: dict[str, Any],
+) -> str:
     lines = [
         f"# The ssh runner against the local runner ({lenv.get('gpu', '?')})",
         "",
@@ -152,17 +208,30 @@ def render(rows: list[dict[str, Any]], replays: dict[str, Any], lenv: dict[str, 
     for r in rows:
         a, b = r["local"], r["ssh"]
         dur = " / ".join(f"{x:.1f}" for x in (a["duration_us"][:1] + b["duration_us"][:1]))
-        lines.append(f"| {r['sample']} | {a['wall_s']:.1f} | {b['wall_s']:.1f} | {b['wall_s'] - a['wall_s']:+.1f} | {dur} | "
-                     f"{'yes' if r['same_findings'] else 'NO'} | {', '.join(b['findings'])} |")  # fmt: skip
-    same = {True: "the same findings as the local runner", False: "DIFFERENT findings from the local runner",
-            None: "(no local run to compare)"}[cli["same_findings_as_local"]]  # fmt: skip
-    lines += ["", f"CLI as a user runs it: `kernellsp profile samples/{cli['sample']} --gpu-host {cli['target']} --format json` "
-              f"exited {cli['exit']} in {cli['wall_s']:.1f} s with {same}: {', '.join(cli['findings']) or '-'} (its harness "
-              "binary came from the remote build cache: the ssh runner profiled the same file just before)."]
+        lines.append(
+            f"| {r['sample']} | {a['wall_s']:.1f} | {b['wall_s']:.1f} | {b['wall_s'] - a['wall_s']:+.1f} | {dur} | "
+            f"{'yes' if r['same_findings'] else 'NO'} | {', '.join(b['findings'])} |"
+        )
+    same = {
+        True: "the same findings as the local runner",
+        False: "DIFFERENT findings from the local runner",
+        None: "(no local run to compare)",
+    }[cli["same_findings_as_local"]]
+    lines += [
+        "",
+        f"CLI as a user runs it: `kernellsp profile samples/{cli['sample']} --gpu-host {cli['target']} --format json` "
+        f"exited {cli['exit']} in {cli['wall_s']:.1f} s with {same}: {', '.join(cli['findings']) or '-'} (its harness "
+        "binary came from the remote build cache: the ssh runner profiled the same file just before).",
+    ]
     if replays:
-        lines += ["", "Replay of `tests/fixtures/bundles/softmax_row-tuner` (original vs champion: correctness on fresh "
-                  "inputs, compute-sanitizer, paired timing):", "",
-                  "| runner | verdict | speedup | 95% CI | wall (s) |", "|---|---|---:|---|---:|"]  # fmt: skip
+        lines += [
+            "",
+            "Replay of `tests/fixtures/bundles/softmax_row-tuner` (original vs champion: correctness on fresh "
+            "inputs, compute-sanitizer, paired timing):",
+            "",
+            "| runner | verdict | speedup | 95% CI | wall (s) |",
+            "|---|---|---:|---|---:|",
+        ]
         for label, v in replays.items():
             ci = v.get("ci")
             ci_s = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci and None not in ci else "-"

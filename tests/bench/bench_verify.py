@@ -34,8 +34,11 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from gpuinfo import gpu_slug  # noqa: E402  (tests/gpuinfo.py)
 
 RESULTS = ROOT / "tests" / "bench" / "results"
-DEFAULT_PAIRS = ["saxpy_strided.cu:saxpy_coalesced.cu", "transpose_naive.cu:transpose_tiled.cu",
-                 "softmax_row.cu:softmax_warp_per_row.cu"]  # fmt: skip
+DEFAULT_PAIRS = [
+    "saxpy_strided.cu:saxpy_coalesced.cu",
+    "transpose_naive.cu:transpose_tiled.cu",
+    "softmax_row.cu:softmax_warp_per_row.cu",
+]
 #: Gate phases in the table, in the order the gate runs them (details.phase_seconds of the verdict).
 GATES = ("build", "correctness", "sanitizer", "timing")
 
@@ -87,10 +90,23 @@ def main() -> int:
             phases.update(
                 {k: float(x) for k, x in (v.details.get("phase_seconds") or {}).items() if k in GATES}
             )
-            row = {"pair": pair, "entry": bound.entry, "kind": label, "verdict": v.kind, "message": v.message,
-                   "wall_s": wall, "phases": phases, "stats": v.stats,
-                   "options": {"seeds": opts.seeds, "sanitize": opts.sanitize, "rounds": opts.rounds,
-                               "min_rounds": getattr(opts, "min_rounds", None), "reps": opts.reps}}  # fmt: skip
+            row = {
+                "pair": pair,
+                "entry": bound.entry,
+                "kind": label,
+                "verdict": v.kind,
+                "message": v.message,
+                "wall_s": wall,
+                "phases": phases,
+                "stats": v.stats,
+                "options": {
+                    "seeds": opts.seeds,
+                    "sanitize": opts.sanitize,
+                    "rounds": opts.rounds,
+                    "min_rounds": getattr(opts, "min_rounds", None),
+                    "reps": opts.reps,
+                },
+            }
             rows.append(row)
             print(f"{pair} {label}: {v.kind} in {wall:.1f} s {phases} {v.message[:160]}", flush=True)
     gpu = env.get("gpu", "?")
@@ -99,8 +115,9 @@ def main() -> int:
     if args.write:
         slug = gpu_slug(gpu)
         (RESULTS / f"verify-{slug}.md").write_text(text)
-        (RESULTS / f"verify-{slug}.json").write_text(json.dumps({"runtime_object": runtime, "rows": rows}, indent=1,
-                                                               default=str) + "\n")  # fmt: skip
+        (RESULTS / f"verify-{slug}.json").write_text(
+            json.dumps({"runtime_object": runtime, "rows": rows}, indent=1, default=str) + "\n"
+        )
     return 0 if all(r["verdict"] == "accepted" for r in rows) else 1
 
 
@@ -138,7 +155,8 @@ def _phases_from_progress(marks: list[tuple[float, str]], end: float) -> dict[st
 
 def render(rows: list[dict[str, Any]], gpu: str, env: dict[str, Any], runtime: dict[str, Any]) -> str:
     lines = [
-        f"# `verify` of a correct rewrite, gate by gate ({gpu})", "",
+        f"# `verify` of a correct rewrite, gate by gate ({gpu})",
+        "",
         f"GPU {gpu}, driver {env.get('driver', '?')}, nvcc {env.get('nvcc_version', '?')}, host {platform.node()}. "
         "Each pair (a sample and a correct, faster rewrite of it from tests/adversarial/) is verified as a round of "
         "the optimize loop verifies a candidate (one seed, no sanitizer) and as the final verification does (every "
@@ -146,19 +164,24 @@ def render(rows: list[dict[str, Any]], gpu: str, env: dict[str, Any], runtime: d
         "entry units; the runtime object was built before, once); correctness = the reference and candidate runs "
         "on every input set; sanitizer = compute-sanitizer; timing = the A/B rounds (sequential: they stop once the "
         "interval clears the minimum gain); other = scope, planning, environment. "
-        f"Runtime object: {runtime.get('seconds') or 0:.1f} s, once.", "",
-        "| pair | verification | verdict | speedup [CI] | A/B rounds | " + " | ".join(GATES) + " | other | wall (s) |",
+        f"Runtime object: {runtime.get('seconds') or 0:.1f} s, once.",
+        "",
+        "| pair | verification | verdict | speedup [CI] | A/B rounds | "
+        + " | ".join(GATES)
+        + " | other | wall (s) |",
         "|---|---|---|---|---:|" + "---:|" * (len(GATES) + 2),
-    ]  # fmt: skip
+    ]
     for r in rows:
         st = r.get("stats") or {}
         sp = f"{st['speedup']:.2f} [{st['ci_low']:.2f}, {st['ci_high']:.2f}]" if st else ""
         ph = r["phases"]
         known = sum(float(ph.get(g, 0.0)) for g in GATES)
         other = r["wall_s"] - known
-        lines.append(f"| {r['pair']} | {r['kind']} | {r['verdict']} | {sp} | {st.get('rounds', '')} | "
-                     + " | ".join(f"{float(ph.get(g, 0.0)):.1f}" for g in GATES)
-                     + f" | {other:.1f} | {r['wall_s']:.1f} |")  # fmt: skip
+        lines.append(
+            f"| {r['pair']} | {r['kind']} | {r['verdict']} | {sp} | {st.get('rounds', '')} | "
+            + " | ".join(f"{float(ph.get(g, 0.0)):.1f}" for g in GATES)
+            + f" | {other:.1f} | {r['wall_s']:.1f} |"
+        )
     return "\n".join(lines) + "\n"
 
 

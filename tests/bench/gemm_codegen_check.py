@@ -96,8 +96,14 @@ extern "C" int launch_naive_gemv(const float* A, const float* x, float* y, int M
 
 def ld(which: str, layout: str) -> str:
     # A is M x K, B is K x N, C is M x N; the leading dimension is the other extent.
-    return {("A", "row"): "K", ("A", "col"): "M", ("B", "row"): "N", ("B", "col"): "K",
-            ("C", "row"): "N", ("C", "col"): "M"}[(which, layout)]  # fmt: skip
+    return {
+        ("A", "row"): "K",
+        ("A", "col"): "M",
+        ("B", "row"): "N",
+        ("B", "col"): "K",
+        ("C", "row"): "N",
+        ("C", "col"): "M",
+    }[(which, layout)]
 
 
 def gemm_variants(quick: bool) -> list[dict[str, Any]]:
@@ -123,18 +129,55 @@ def gemm_variants(quick: bool) -> list[dict[str, Any]]:
     if quick:
         tiles = {k: tiles[k] for k in list(tiles)[:2]}
     for tname, tile in tiles.items():
-        out.append({"name": f"rrr_{tname}", "layouts": ("row", "row", "row"), "epi": "{acc}", "batch": False,
-                    "tile": tile, "perf": True})  # fmt: skip
+        out.append(
+            {
+                "name": f"rrr_{tname}",
+                "layouts": ("row", "row", "row"),
+                "epi": "{acc}",
+                "batch": False,
+                "tile": tile,
+                "perf": True,
+            }
+        )
     # Every layout through both pipelines (register prefetch, cp.async): their edge paths differ.
     for pipe, best in (("regs", tiles["t128x128k8mb2"]), ("s3", replace(base, stages=3))):
-        for lay in (("col", "row", "row"), ("row", "col", "row"), ("col", "col", "row"), ("row", "row", "col"),
-                    ("col", "col", "col")):  # fmt: skip
-            out.append({"name": "".join(x[0] for x in lay) + "_" + pipe, "layouts": lay, "epi": "{acc}",
-                        "batch": False, "tile": best, "perf": True})  # fmt: skip
-        out.append({"name": "rrr_alphabeta_" + pipe, "layouts": ("row", "row", "row"),
-                    "epi": "alpha * {acc} + beta * {c}", "batch": False, "tile": best, "perf": True})  # fmt: skip
-        out.append({"name": "rrr_batched_" + pipe, "layouts": ("row", "row", "row"), "epi": "{acc}", "batch": True,
-                    "tile": best, "perf": False})  # fmt: skip
+        for lay in (
+            ("col", "row", "row"),
+            ("row", "col", "row"),
+            ("col", "col", "row"),
+            ("row", "row", "col"),
+            ("col", "col", "col"),
+        ):
+            out.append(
+                {
+                    "name": "".join(x[0] for x in lay) + "_" + pipe,
+                    "layouts": lay,
+                    "epi": "{acc}",
+                    "batch": False,
+                    "tile": best,
+                    "perf": True,
+                }
+            )
+        out.append(
+            {
+                "name": "rrr_alphabeta_" + pipe,
+                "layouts": ("row", "row", "row"),
+                "epi": "alpha * {acc} + beta * {c}",
+                "batch": False,
+                "tile": best,
+                "perf": True,
+            }
+        )
+        out.append(
+            {
+                "name": "rrr_batched_" + pipe,
+                "layouts": ("row", "row", "row"),
+                "epi": "{acc}",
+                "batch": True,
+                "tile": best,
+                "perf": False,
+            }
+        )
     return out
 
 
@@ -142,19 +185,26 @@ def gemm_source(v: dict[str, Any]) -> str:
     la, lb, lc = v["layouts"]
     bs = {"A": "(long long)M * K", "B": "(long long)K * N", "C": "(long long)M * N"} if v["batch"] else {}
     b = GemmBinding(
-        entry=v["name"], signature=f"__global__ void {v['name']}({GEMM_PARAMS})", m="M", n="N", k="K",
+        entry=v["name"],
+        signature=f"__global__ void {v['name']}({GEMM_PARAMS})",
+        m="M",
+        n="N",
+        k="K",
         a=Operand("A", la, ld("A", la), batch_stride=bs.get("A", "0")),
         b=Operand("B", lb, ld("B", lb), batch_stride=bs.get("B", "0")),
         c=Operand("C", lc, ld("C", lc), batch_stride=bs.get("C", "0")),
-        epilogue=v["epi"], batch="batch" if v["batch"] else None,
-    )  # fmt: skip
+        epilogue=v["epi"],
+        batch="batch" if v["batch"] else None,
+    )
     t: Any = v["tile"]
     code = gemm_body(b, t)
     nb = "batch" if v["batch"] else "1"
-    code += (f'extern "C" int launch_{v["name"]}({GEMM_PARAMS}) {{\n'
-             f'    unsigned tiles = ((M + {t.bm - 1}) / {t.bm}) * ((N + {t.bn - 1}) / {t.bn}) * {nb};\n'
-             f'    {v["name"]}<<<tiles, {t.threads}>>>(A, B, C, M, N, K, alpha, beta, batch);\n'
-             f'    return (int)cudaGetLastError();\n}}\n')  # fmt: skip
+    code += (
+        f'extern "C" int launch_{v["name"]}({GEMM_PARAMS}) {{\n'
+        f"    unsigned tiles = ((M + {t.bm - 1}) / {t.bm}) * ((N + {t.bn - 1}) / {t.bn}) * {nb};\n"
+        f"    {v['name']}<<<tiles, {t.threads}>>>(A, B, C, M, N, K, alpha, beta, batch);\n"
+        f"    return (int)cudaGetLastError();\n}}\n"
+    )
     return code
 
 
@@ -187,18 +237,28 @@ def gemv_variants() -> list[dict[str, Any]]:
 
 def gemv_source(v: dict[str, Any]) -> str:
     lay = v["layout"]
-    b = GemvBinding(entry=v["name"], signature=f"__global__ void {v['name']}({GEMV_PARAMS})", m="M", n="N",
-                    a=Operand("A", lay, "N" if lay == "row" else "M"), x="x", y="y", epilogue=v["epi"])  # fmt: skip
+    b = GemvBinding(
+        entry=v["name"],
+        signature=f"__global__ void {v['name']}({GEMV_PARAMS})",
+        m="M",
+        n="N",
+        a=Operand("A", lay, "N" if lay == "row" else "M"),
+        x="x",
+        y="y",
+        epilogue=v["epi"],
+    )
     t: Any = v["tile"]
     code = gemv_body(b, t)
     if lay == "row":
         grid, block = f"(M + {t.warps - 1}) / {t.warps}", t.threads
     else:
         grid, block = f"(M + {t.cols_per_block - 1}) / {t.cols_per_block}", (t.cols_per_block // 4) * t.splits
-    code += (f'extern "C" int launch_{v["name"]}({GEMV_PARAMS}) {{\n'
-             f'    int g = {grid}; if (g > 65535) g = 65535;\n'
-             f'    {v["name"]}<<<g, {block}>>>(A, x, y, M, N, alpha, beta);\n'
-             f'    return (int)cudaGetLastError();\n}}\n')  # fmt: skip
+    code += (
+        f'extern "C" int launch_{v["name"]}({GEMV_PARAMS}) {{\n'
+        f"    int g = {grid}; if (g > 65535) g = 65535;\n"
+        f"    {v['name']}<<<g, {block}>>>(A, x, y, M, N, alpha, beta);\n"
+        f"    return (int)cudaGetLastError();\n}}\n"
+    )
     return code
 
 
@@ -206,8 +266,23 @@ def build(src: str, work: Path) -> tuple[ctypes.CDLL, dict[str, str]]:
     cu = work / "gen.cu"
     cu.write_text("#include <cuda_runtime.h>\n" + src)
     so = work / "gen.so"
-    proc = subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-shared", "-Xcompiler", "-fPIC", "-Xptxas", "-v",
-                           "-o", str(so), str(cu)], capture_output=True, text=True)  # fmt: skip
+    proc = subprocess.run(
+        [
+            "nvcc",
+            "-O3",
+            "-arch=sm_90",
+            "-shared",
+            "-Xcompiler",
+            "-fPIC",
+            "-Xptxas",
+            "-v",
+            "-o",
+            str(so),
+            str(cu),
+        ],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         print(proc.stderr[-6000:])
         raise SystemExit("nvcc failed")
@@ -279,8 +354,18 @@ def main() -> int:
         s = torch.randn(batch, cols, rows, device=dev)
         return s, s.transpose(1, 2)
 
-    def run_gemm(v: dict[str, Any], A: Any, B: Any, C: Any, M: int, N: int, K: int, alpha: float, beta: float,
-                 batch: int) -> None:  # fmt: skip
+    def run_gemm(
+        v: dict[str, Any],
+        A: Any,
+        B: Any,
+        C: Any,
+        M: int,
+        N: int,
+        K: int,
+        alpha: float,
+        beta: float,
+        batch: int,
+    ) -> None:
         fn = getattr(lib, f"launch_{v['name']}")
         err = fn(ptr(A), ptr(B), ptr(C), I(M), I(N), I(K), F(alpha), F(beta), I(batch))
         if err:
@@ -289,8 +374,15 @@ def main() -> int:
     rows: list[dict[str, Any]] = []
     failures: list[str] = []
     # ---- correctness: odd shapes, every variant ----
-    shapes = [(100, 77, 33), (1, 1023, 5), (129, 1, 300), (67, 45, 33), (257, 131, 1000), (128, 128, 8),
-              (1000, 1001, 129)]  # fmt: skip
+    shapes = [
+        (100, 77, 33),
+        (1, 1023, 5),
+        (129, 1, 300),
+        (67, 45, 33),
+        (257, 131, 1000),
+        (128, 128, 8),
+        (1000, 1001, 129),
+    ]
     for v in gv:
         la, lb, lc = v["layouts"]
         worst = 0.0
@@ -427,28 +519,54 @@ def main() -> int:
         r["pct_copy"] = 100.0 * bw / copy_bw
 
     gpu = local_gpu_name()
-    lines = [f"# GEMM code generator check on {gpu}", "",
-             f"{S}^3 fp32; cuBLAS {t_cublas:.3f} ms / {t_cublas2:.3f} ms (before/after the variants); "
-             f"generated kernel bitwise equal to the naive kernel at 1000x1001x129: {bitwise}", "",
-             "| kernel | ms | TFLOP/s | % cuBLAS | x naive | resources | max rel err (odd shapes) |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"# GEMM code generator check on {gpu}",
+        "",
+        f"{S}^3 fp32; cuBLAS {t_cublas:.3f} ms / {t_cublas2:.3f} ms (before/after the variants); "
+        f"generated kernel bitwise equal to the naive kernel at 1000x1001x129: {bitwise}",
+        "",
+        "| kernel | ms | TFLOP/s | % cuBLAS | x naive | resources | max rel err (odd shapes) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['kernel']} | {r['ms']:.3f} | {r['tflops']:.1f} | {r['pct_cublas']:.1f} | "
-                     f"{r['x_naive']:.1f} | {r.get('res', '')} | {r.get('err', float('nan')):.1e} |")  # fmt: skip
-    lines += ["", f"matvec {Mv}x{Nv} fp32; copy bandwidth {copy_bw / 1e9:.0f} GB/s (read+write, {t_copy:.3f} ms)", "",
-              "| kernel | ms | GB/s | % copy | resources | max rel err |", "|---|---|---|---|---|---|"]  # fmt: skip
+        lines.append(
+            f"| {r['kernel']} | {r['ms']:.3f} | {r['tflops']:.1f} | {r['pct_cublas']:.1f} | "
+            f"{r['x_naive']:.1f} | {r.get('res', '')} | {r.get('err', float('nan')):.1e} |"
+        )
+    lines += [
+        "",
+        f"matvec {Mv}x{Nv} fp32; copy bandwidth {copy_bw / 1e9:.0f} GB/s (read+write, {t_copy:.3f} ms)",
+        "",
+        "| kernel | ms | GB/s | % copy | resources | max rel err |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in mv_rows:
-        lines.append(f"| {r['kernel']} | {r['ms']:.3f} | {r['GBps']:.0f} | {r['pct_copy']:.1f} | {r.get('res', '')} | "
-                     f"{r.get('err', float('nan')):.1e} |")  # fmt: skip
+        lines.append(
+            f"| {r['kernel']} | {r['ms']:.3f} | {r['GBps']:.0f} | {r['pct_copy']:.1f} | {r.get('res', '')} | "
+            f"{r.get('err', float('nan')):.1e} |"
+        )
     lines += ["", "failures: " + ("none" if not failures else "; ".join(failures))]
     text = "\n".join(lines) + "\n"
     print(text)
     slug = gpu_slug(gpu)
     out = Path(args.out)
     (out / f"gemm-codegen-{slug}.md").write_text(text)
-    (out / f"gemm-codegen-{slug}.json").write_text(json.dumps(
-        {"gpu": gpu, "size": S, "cublas_ms": [t_cublas, t_cublas2], "bitwise_vs_naive": bitwise, "gemm": rows,
-         "gemv": mv_rows, "copy_GBps": copy_bw / 1e9, "failures": failures}, indent=1, default=str))  # fmt: skip
+    (out / f"gemm-codegen-{slug}.json").write_text(
+        json.dumps(
+            {
+                "gpu": gpu,
+                "size": S,
+                "cublas_ms": [t_cublas, t_cublas2],
+                "bitwise_vs_naive": bitwise,
+                "gemm": rows,
+                "gemv": mv_rows,
+                "copy_GBps": copy_bw / 1e9,
+                "failures": failures,
+            },
+            indent=1,
+            default=str,
+        )
+    )
     return 1 if failures else 0
 
 

@@ -148,8 +148,16 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     slug = gpu_slug(env.get("gpu", "?"))
     done: list[dict[str, Any]] = []
-    opts = VerifyOptions(seeds=1, sanitize=args.sanitize, rounds=args.rounds, reps=10, min_gain_pct=0.0, patterns=(),
-                         sanitizer_tools=("memcheck", "racecheck", "synccheck"), sanitize_all_shapes=False)  # fmt: skip
+    opts = VerifyOptions(
+        seeds=1,
+        sanitize=args.sanitize,
+        rounds=args.rounds,
+        reps=10,
+        min_gain_pct=0.0,
+        patterns=(),
+        sanitizer_tools=("memcheck", "racecheck", "synccheck"),
+        sanitize_all_shapes=False,
+    )
 
     def run(job: tuple[str, Path, str, str, str, str]) -> dict[str, Any]:
         name, path, text, entry, label, cand = job
@@ -164,10 +172,17 @@ def main() -> int:
                 "wall_s": time.monotonic() - t0,
             }
         st = v.stats or {}
-        row = {"file": name, "candidate": label, "verdict": v.kind, "message": v.message[:300],
-               "baseline_ms": st.get("baseline_median_ms"), "candidate_ms": st.get("candidate_median_ms"),
-               "speedup": st.get("speedup"), "wall_s": time.monotonic() - t0,
-               "phases": v.details.get("phase_seconds")}  # fmt: skip
+        row = {
+            "file": name,
+            "candidate": label,
+            "verdict": v.kind,
+            "message": v.message[:300],
+            "baseline_ms": st.get("baseline_median_ms"),
+            "candidate_ms": st.get("candidate_median_ms"),
+            "speedup": st.get("speedup"),
+            "wall_s": time.monotonic() - t0,
+            "phases": v.details.get("phase_seconds"),
+        }
         ref = refs.get(name) or {}
         if ref.get("ms") and row["candidate_ms"]:
             row["pct_copy"] = 100.0 * ref["ms"] / row["candidate_ms"]
@@ -175,8 +190,9 @@ def main() -> int:
         print(_line(row), flush=True)
         done.append(row)
         # Written after every row: a run cut short by its time limit still leaves what it measured.
-        (out / f"memrecipes-{slug}.json").write_text(json.dumps({"environment": env, "references": refs, "rows": done},
-                                                                indent=1, default=str) + "\n")  # fmt: skip
+        (out / f"memrecipes-{slug}.json").write_text(
+            json.dumps({"environment": env, "references": refs, "rows": done}, indent=1, default=str) + "\n"
+        )
         return row
 
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
@@ -184,8 +200,9 @@ def main() -> int:
     table = render(rows, refs, env)
     print(table)
     (out / f"memrecipes-{slug}.md").write_text(table)
-    (out / f"memrecipes-{slug}.json").write_text(json.dumps({"environment": env, "references": refs, "rows": rows},
-                                                            indent=1, default=str) + "\n")  # fmt: skip
+    (out / f"memrecipes-{slug}.json").write_text(
+        json.dumps({"environment": env, "references": refs, "rows": rows}, indent=1, default=str) + "\n"
+    )
     return 0
 
 
@@ -194,18 +211,24 @@ def _f(v: Any, fmt: str) -> str:
 
 
 def _line(r: dict[str, Any]) -> str:
-    return (f"| {r['file']} | {r['candidate']} | {r['verdict']} | {_f(r.get('baseline_ms'), '.4f')} | "
-            f"{_f(r.get('candidate_ms'), '.4f')} | {_f(r.get('speedup'), '.2f')} | {_f(r.get('base_pct_copy'), '.0f')} | "
-            f"{_f(r.get('pct_copy'), '.0f')} | {r.get('wall_s', 0):.0f} | {(r.get('message') or '')[:120]} |")  # fmt: skip
+    return (
+        f"| {r['file']} | {r['candidate']} | {r['verdict']} | {_f(r.get('baseline_ms'), '.4f')} | "
+        f"{_f(r.get('candidate_ms'), '.4f')} | {_f(r.get('speedup'), '.2f')} | {_f(r.get('base_pct_copy'), '.0f')} | "
+        f"{_f(r.get('pct_copy'), '.0f')} | {r.get('wall_s', 0):.0f} | {(r.get('message') or '')[:120]} |"
+    )
 
 
 def render(rows: list[dict[str, Any]], refs: dict[str, Any], env: dict[str, Any]) -> str:
-    lines = [f"# Memory recipes, every candidate through the gate ({env.get('gpu', '?')})", "",
-             f"GPU {env.get('gpu')}, driver {env.get('driver')}, nvcc {env.get('nvcc_version')}. One seed, every "
-             "declared shape, interleaved A/B timing (CUDA-event medians, L2 flushed). % copy = time of a "
-             "device-to-device copy of the bytes the kernel must move / kernel time.", "",
-             "| file | candidate | verdict | baseline ms | candidate ms | speedup | baseline % copy | % copy | wall s | message |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+    lines = [
+        f"# Memory recipes, every candidate through the gate ({env.get('gpu', '?')})",
+        "",
+        f"GPU {env.get('gpu')}, driver {env.get('driver')}, nvcc {env.get('nvcc_version')}. One seed, every "
+        "declared shape, interleaved A/B timing (CUDA-event medians, L2 flushed). % copy = time of a "
+        "device-to-device copy of the bytes the kernel must move / kernel time.",
+        "",
+        "| file | candidate | verdict | baseline ms | candidate ms | speedup | baseline % copy | % copy | wall s | message |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
     lines += [_line(r) for r in rows]
     lines += [
         "",

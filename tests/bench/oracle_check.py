@@ -47,7 +47,9 @@ def main() -> int:
     path.write_text(text)
     model = parse_source(text, str(path))
     bound = specs_from_source(model)[0][0]
-    cands = RecipeProposer().propose(ProposalContext(str(path), text, text, bound.entry, model, bound), args.count)
+    cands = RecipeProposer().propose(
+        ProposalContext(str(path), text, text, bound.entry, model, bound), args.count
+    )
     accepted = 0
     for i, cand in enumerate(cands):
         v = verify(path, text, cand.text, bound.entry, LocalRunner(), VerifyOptions())

@@ -78,8 +78,11 @@ def scope_problems(path: Path, entry: str, texts: list[str]) -> list[str]:
             out.append(res.reason)
         # The candidate becomes the next round's baseline: its specs must read back without an error (a
         # comment starting with "kernellsp" in the generated code was once read as a broken spec).
-        out += [f"spec: {i.message} (line {i.line})" for i in specs_from_source(parse_source(t, str(path)))[1]
-                if i.severity == "error"]  # fmt: skip
+        out += [
+            f"spec: {i.message} (line {i.line})"
+            for i in specs_from_source(parse_source(t, str(path)))[1]
+            if i.severity == "error"
+        ]
     return out
 
 
@@ -92,8 +95,12 @@ def compile_errors(texts: list[str]) -> list[str]:
         i, t = it
         src = work / f"c{i}.cu"
         src.write_text(t)
-        cp = subprocess.run([NVCC, "-arch=sm_90", "-std=c++17", "-c", "-o", str(work / f"c{i}.o"), str(src)],
-                            capture_output=True, text=True, timeout=300)  # fmt: skip
+        cp = subprocess.run(
+            [NVCC, "-arch=sm_90", "-std=c++17", "-c", "-o", str(work / f"c{i}.o"), str(src)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         return "" if cp.returncode == 0 else f"candidate {i}: {cp.stderr[-1500:]}"
 
     try:

@@ -200,7 +200,11 @@ def test_atomics_targets_values_and_used_results() -> None:
     )
     a, b, c = ir.atomics
     assert (a.func, a.op, a.target.base if a.target else None, str(a.target.index) if a.target else None) == (
-        "atomicAdd", "sum", "y", "0")  # fmt: skip
+        "atomicAdd",
+        "sum",
+        "y",
+        "0",
+    )
     assert a.value_text == "x[i]" and not a.result_used
     assert b.op == "max" and b.target is not None and b.target.index == Poly.const(3)
     assert c.result_used and c.target is not None and c.target.index is None  # data-dependent bin

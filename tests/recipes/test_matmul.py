@@ -79,8 +79,11 @@ def test_column_major_alpha_beta_binds_leading_dimensions_and_epilogue() -> None
     _, m = _match("matmul-tiled", CORPUS / "matmul_colmajor_lda.cu", "sgemm_nn_colmajor")
     assert isinstance(m, Match), m
     b: cg.GemmBinding = m.data.binding
-    assert [(o.name, o.layout, o.ld) for o in (b.a, b.b, b.c)] == [("A", "col", "lda"), ("B", "col", "ldb"),
-                                                                  ("C", "col", "ldc")]  # fmt: skip
+    assert [(o.name, o.layout, o.ld) for o in (b.a, b.b, b.c)] == [
+        ("A", "col", "lda"),
+        ("B", "col", "ldb"),
+        ("C", "col", "ldc"),
+    ]
     assert b.epilogue == "alpha * {acc} + beta * {c}"
     assert (b.m, b.n, b.k) == ("m", "n", "k")
 
@@ -122,11 +125,15 @@ def test_outer_batch_loop_binds_as_a_batch() -> None:
     text = (ROOT / "samples" / "sgemm_naive.cu").read_text()
     text = text.replace("int M, int N, int K)", "int M, int N, int K, int nb)")
     text = text.replace('K = { value = "K" }', 'K = { value = "K" }\nnb = { value = "2" }')
-    body_old = ("        float acc = 0.0f;\n        for (int k = 0; k < K; ++k) {\n"
-                "            acc += A[row * K + k] * B[k * N + col];\n        }\n        C[row * N + col] = acc;\n")  # fmt: skip
-    body_new = ("        for (int b = 0; b < nb; ++b) {\n            float acc = 0.0f;\n"
-                "            for (int k = 0; k < K; ++k) acc += A[b * M * K + row * K + k] * B[k * N + col];\n"
-                "            C[b * M * N + row * N + col] = acc;\n        }\n")  # fmt: skip
+    body_old = (
+        "        float acc = 0.0f;\n        for (int k = 0; k < K; ++k) {\n"
+        "            acc += A[row * K + k] * B[k * N + col];\n        }\n        C[row * N + col] = acc;\n"
+    )
+    body_new = (
+        "        for (int b = 0; b < nb; ++b) {\n            float acc = 0.0f;\n"
+        "            for (int k = 0; k < K; ++k) acc += A[b * M * K + row * K + k] * B[k * N + col];\n"
+        "            C[b * M * N + row * N + col] = acc;\n        }\n"
+    )
     assert body_old in text
     text = text.replace(body_old, body_new)
     model = parse_source(text, "outer.cu")
@@ -144,8 +151,12 @@ def test_host_launcher_keeps_the_host_block() -> None:
 
 
 def test_matvec_layouts() -> None:
-    want = {"matvec_rowwise.cu": ("row", "cols"), "matvec_colmajor.cu": ("col", "lda"),
-            "matvec_transposed.cu": ("col", "N"), "matvec_gemv_launcher.cu": ("row", "N")}  # fmt: skip
+    want = {
+        "matvec_rowwise.cu": ("row", "cols"),
+        "matvec_colmajor.cu": ("col", "lda"),
+        "matvec_transposed.cu": ("col", "N"),
+        "matvec_gemv_launcher.cu": ("row", "N"),
+    }
     for name, (layout, ld) in want.items():
         _, m = _match("matvec-bandwidth", CORPUS / name, _entry(name))
         assert isinstance(m, Match), (name, m)
@@ -225,8 +236,10 @@ def _candidates(recipe_name: str, path: Path, entry: str) -> list[tuple[dict[str
 def _compile_all(path: Path, kernel: str, codes: list[str]) -> nvcc.BuildResult:
     """One nvcc run: the file plus every code under its own kernel name."""
     text = path.read_text()
-    extra = [re.sub(rf"\b{re.escape(kernel)}(?=\s*\()", f"{kernel}__kl_point{i}", c, count=1)
-             for i, c in enumerate(codes)]  # fmt: skip
+    extra = [
+        re.sub(rf"\b{re.escape(kernel)}(?=\s*\()", f"{kernel}__kl_point{i}", c, count=1)
+        for i, c in enumerate(codes)
+    ]
     full = text + "\n\n" + "\n".join(extra)
     return nvcc.build(path, full, parse_source(full, str(path)), use_cache=False)
 
@@ -292,9 +305,16 @@ def test_tile_problems_are_named() -> None:
 
 
 def _binding(**kw: Any) -> cg.GemmBinding:
-    base: dict[str, Any] = {"entry": "k", "signature": "__global__ void k(const float* A, const float* B, float* C, int M, int N, int K)",
-            "m": "M", "n": "N", "k": "K", "a": cg.Operand("A", "row", "K"), "b": cg.Operand("B", "row", "N"),
-            "c": cg.Operand("C", "row", "N")}  # fmt: skip
+    base: dict[str, Any] = {
+        "entry": "k",
+        "signature": "__global__ void k(const float* A, const float* B, float* C, int M, int N, int K)",
+        "m": "M",
+        "n": "N",
+        "k": "K",
+        "a": cg.Operand("A", "row", "K"),
+        "b": cg.Operand("B", "row", "N"),
+        "c": cg.Operand("C", "row", "N"),
+    }
     base.update(kw)
     return cg.GemmBinding(**base)
 
@@ -316,14 +336,27 @@ def test_generated_kernels_parse_for_every_layout_and_pipeline() -> None:
         for lb in ("row", "col"):
             for lc in ("row", "col"):
                 for t in TILES.values():
-                    b = _binding(a=cg.Operand("A", la, "K"), b=cg.Operand("B", lb, "K"), c=cg.Operand("C", lc, "M"),
-                                 epilogue="alpha * {acc} + beta * {c}", init="bias[{j}]")  # fmt: skip
+                    b = _binding(
+                        a=cg.Operand("A", la, "K"),
+                        b=cg.Operand("B", lb, "K"),
+                        c=cg.Operand("C", lc, "M"),
+                        epilogue="alpha * {acc} + beta * {c}",
+                        init="bias[{j}]",
+                    )
                     for loop in (False, True):
                         code = cg.gemm_body(b, t, tile_loop=loop)
                         assert not parse_source(code).syntax_errors, (la, lb, lc, t)
     for lay in ("row", "col"):
-        gb = cg.GemvBinding("g", "__global__ void g(const float* A, const float* x, float* y, int M, int N)", "M", "N",
-                            cg.Operand("A", lay, "N"), "x", "y", epilogue="2.0f * {acc} + {c}")  # fmt: skip
+        gb = cg.GemvBinding(
+            "g",
+            "__global__ void g(const float* A, const float* x, float* y, int M, int N)",
+            "M",
+            "N",
+            cg.Operand("A", lay, "N"),
+            "x",
+            "y",
+            epilogue="2.0f * {acc} + {c}",
+        )
         assert not parse_source(cg.gemv_body(gb, cg.GemvTile())).syntax_errors
 
 

@@ -49,17 +49,32 @@ EXPECTED_DECLINES = {
 }
 
 SAMPLES = {
-    "vector_add.cu": ("vector_add", "map-vectorize", {"inputs": "a (f32), b (f32)", "outputs": "c (f32)",
-                                                        "index": "i", "bound": "n", "form": "guard"}),
-    "relu_launcher.cu": ("solve", "map-vectorize", {"inputs": "input (f32)", "outputs": "output (f32)",
-                                                     "bound": "N", "launch": "kept (host launcher)"}),
-    "saxpy_strided.cu": ("saxpy_strided", "coalesce", {"form": "chunk", "chunk": "chunk", "bound": "n",
-                                                       "inputs": "x (f32), y (f32)", "outputs": "y (f32)"}),
-    "reduce_atomic.cu": ("reduce_atomic", "reduce-block", {"op": "sum", "output": "out[0] (f32, inout)",
-                                                           "value": "x[i]"}),
-    "histogram.cu": ("histogram", "histogram-shared", {"bins": "bins (u32, 256 in shared memory)",
-                                                       "inputs": "data (u8)"}),
-}  # fmt: skip
+    "vector_add.cu": (
+        "vector_add",
+        "map-vectorize",
+        {"inputs": "a (f32), b (f32)", "outputs": "c (f32)", "index": "i", "bound": "n", "form": "guard"},
+    ),
+    "relu_launcher.cu": (
+        "solve",
+        "map-vectorize",
+        {"inputs": "input (f32)", "outputs": "output (f32)", "bound": "N", "launch": "kept (host launcher)"},
+    ),
+    "saxpy_strided.cu": (
+        "saxpy_strided",
+        "coalesce",
+        {"form": "chunk", "chunk": "chunk", "bound": "n", "inputs": "x (f32), y (f32)", "outputs": "y (f32)"},
+    ),
+    "reduce_atomic.cu": (
+        "reduce_atomic",
+        "reduce-block",
+        {"op": "sum", "output": "out[0] (f32, inout)", "value": "x[i]"},
+    ),
+    "histogram.cu": (
+        "histogram",
+        "histogram-shared",
+        {"bins": "bins (u32, 256 in shared memory)", "inputs": "data (u8)"},
+    ),
+}
 
 
 def _contexts(path: Path, entry: str) -> list[RecipeContext]:
@@ -111,9 +126,13 @@ def test_sample_binds_to_the_users_names(sample: str) -> None:
 
 
 def test_samples_of_other_shapes_are_declined_by_all_four() -> None:
-    for sample, entry in [("transpose_naive.cu", "transpose_naive"), ("sgemm_naive.cu", "sgemm_naive"),
-                          ("softmax_row.cu", "softmax_row"), ("stencil2d.cu", "stencil2d"),
-                          ("layernorm.cu", "layernorm")]:  # fmt: skip
+    for sample, entry in [
+        ("transpose_naive.cu", "transpose_naive"),
+        ("sgemm_naive.cu", "sgemm_naive"),
+        ("softmax_row.cu", "softmax_row"),
+        ("stencil2d.cu", "stencil2d"),
+        ("layernorm.cu", "layernorm"),
+    ]:
         for name in MINE:
             _, m = _match_any(name, ROOT / "samples" / sample, entry)
             assert isinstance(m, Decline) and len(m.reason) > 20, (sample, name, m)
@@ -228,8 +247,11 @@ def test_every_candidate_passes_the_scope_gate_and_compiles(case: tuple[str, str
         r = check_scope(text, cand, targets, str(path), entry=entry)
         assert r.ok, f"{file} {rname} {params}: {r.reason}"
         bound = specmod.entry_spec(parse_source(cand, str(path)), entry)
-        assert bound is not None and not [i for i in specmod.validate_against(bound, model.function(entry),
-                                                                              parse_source(cand)) if i.severity == "error"]  # fmt: skip
+        assert bound is not None and not [
+            i
+            for i in specmod.validate_against(bound, model.function(entry), parse_source(cand))
+            if i.severity == "error"
+        ]
         # The winner is the next round's baseline: no spec error anywhere in the file (the gate refuses
         # a baseline with one; a generated "// kernellsp recipe: ..." comment was once read as a spec).
         issues = specmod.specs_from_source(parse_source(cand, str(path)))[1]
@@ -259,8 +281,11 @@ def test_every_candidate_passes_the_scope_gate_and_compiles(case: tuple[str, str
 
 
 def test_map_rewrite_keeps_the_users_body_and_vectorises_by_dtype() -> None:
-    for file, entry, e in [("map_swiglu_bf16.cu", "swiglu_bf16", 8), ("map_u8_normalize.cu", "normalize_u8", 16),
-                           ("map_axpby_f32.cu", "axpby", 4)]:  # fmt: skip
+    for file, entry, e in [
+        ("map_swiglu_bf16.cu", "swiglu_bf16", 8),
+        ("map_u8_normalize.cu", "normalize_u8", 16),
+        ("map_axpby_f32.cu", "axpby", 4),
+    ]:
         cands = _candidates(CORPUS / file, entry, ["map-vectorize"])
         code = cands[0][3].code
         assert f"constexpr int kl_E = {e};" in code, file
@@ -364,10 +389,29 @@ def test_memory_orders_recipes_by_measured_gain(tmp_path: Path) -> None:
     label = next(c.description for c in first if "block=512" in c.description)
     mem = tmp_path / ".kernellsp" / "memory.json"
     mem.parent.mkdir()
-    mem.write_text(json.dumps({"version": 1, "records": [
-        {"file": "other.cu", "entry": "other", "transform": label, "verdict": "accepted", "measured_speedup": 1.9},
-        {"file": "other.cu", "entry": "other", "transform": first[0].description, "verdict": "accepted",
-         "measured_speedup": 1.2}]}))  # fmt: skip
+    mem.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "records": [
+                    {
+                        "file": "other.cu",
+                        "entry": "other",
+                        "transform": label,
+                        "verdict": "accepted",
+                        "measured_speedup": 1.9,
+                    },
+                    {
+                        "file": "other.cu",
+                        "entry": "other",
+                        "transform": first[0].description,
+                        "verdict": "accepted",
+                        "measured_speedup": 1.2,
+                    },
+                ],
+            }
+        )
+    )
     ordered = RecipeProposer().propose(_proposal(f), 4)
     assert ordered[0].description == label
 

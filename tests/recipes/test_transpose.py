@@ -21,8 +21,9 @@ from kernellsp.source.ir import kernel_ir
 from kernellsp.source.model import parse_source
 
 NAME = "transpose-tiled"
-FILES = [("samples/transpose_naive.cu", "transpose_naive")] + [(f"tests/recipes/corpus/{f}", entry_of(f))
-                                                              for f in files_of("transpose")]  # fmt: skip
+FILES = [("samples/transpose_naive.cu", "transpose_naive")] + [
+    (f"tests/recipes/corpus/{f}", entry_of(f)) for f in files_of("transpose")
+]
 
 
 @pytest.mark.parametrize(("rel", "entry"), FILES, ids=[f[0].rsplit("/", 1)[1] for f in FILES])

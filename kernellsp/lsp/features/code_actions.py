@@ -56,11 +56,15 @@ def launch_spec_text_edit(fn: Function, model: SourceModel, eol: str = "\n") -> 
     return types.TextEdit(range=types.Range(start=pos, end=pos), new_text=block)
 
 
-def workspace_edit(ls: KernelLspServer, uri: str, version: int | None, edit: types.TextEdit) -> types.WorkspaceEdit:
+def workspace_edit(
+    ls: KernelLspServer, uri: str, version: int | None, edit: types.TextEdit
+) -> types.WorkspaceEdit:
     """A WorkspaceEdit in the form the client supports: versioned ``documentChanges`` or ``changes``."""
     if get_capability(ls.client_capabilities, "workspace.workspace_edit.document_changes", False):
         ident = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
-        return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=ident, edits=[edit])])
+        return types.WorkspaceEdit(
+            document_changes=[types.TextDocumentEdit(text_document=ident, edits=[edit])]
+        )
     return types.WorkspaceEdit(changes={uri: [edit]})
 
 
@@ -92,7 +96,9 @@ def code_actions(ls: KernelLspServer, params: types.CodeActionParams) -> list[ty
     version, model = found
     doc = ls.workspace.get_text_document(uri)
     stale = version != doc.version
-    if stale and not get_capability(ls.client_capabilities, "workspace.workspace_edit.document_changes", False):
+    if stale and not get_capability(
+        ls.client_capabilities, "workspace.workspace_edit.document_changes", False
+    ):
         return rewrite or None  # a stale model without a versioned edit could insert at the wrong line
     start_line, end_line = params.range.start.line, params.range.end.line
 
@@ -113,9 +119,13 @@ def code_actions(ls: KernelLspServer, params: types.CodeActionParams) -> list[ty
             wanted.setdefault(fn.name, [])
 
     eol = eol_of(model)
-    preferred = bool(get_capability(ls.client_capabilities, "text_document.code_action.is_preferred_support", False))
+    preferred = bool(
+        get_capability(ls.client_capabilities, "text_document.code_action.is_preferred_support", False)
+    )
     actions: list[types.CodeAction] = []
-    disabled_ok = bool(get_capability(ls.client_capabilities, "text_document.code_action.disabled_support", False))
+    disabled_ok = bool(
+        get_capability(ls.client_capabilities, "text_document.code_action.disabled_support", False)
+    )
     for name, diags in wanted.items():
         target = model.function(name)
         if target is None or not target.is_kernel or not target.has_body or name in specced:
@@ -124,21 +134,30 @@ def code_actions(ls: KernelLspServer, params: types.CodeActionParams) -> list[ty
         if problem is not None:
             # A draft would fail on save (a struct argument): say why instead, greyed out, where the client can.
             if disabled_ok:
-                actions.append(types.CodeAction(title=f"Add launch spec for {name}", kind=types.CodeActionKind.QuickFix,
-                                                diagnostics=diags or None,
-                                                disabled=types.CodeActionDisabled(reason=problem)))  # fmt: skip
+                actions.append(
+                    types.CodeAction(
+                        title=f"Add launch spec for {name}",
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=diags or None,
+                        disabled=types.CodeActionDisabled(reason=problem),
+                    )
+                )
             continue
         edit = launch_spec_text_edit(target, model, eol)
-        actions.append(types.CodeAction(
-            title=f"Add launch spec for {name}",
-            kind=types.CodeActionKind.QuickFix,
-            diagnostics=diags or None,
-            is_preferred=True if preferred and diags else None,
-            edit=workspace_edit(ls, uri, version, edit),
-        ))  # fmt: skip
+        actions.append(
+            types.CodeAction(
+                title=f"Add launch spec for {name}",
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=diags or None,
+                is_preferred=True if preferred and diags else None,
+                edit=workspace_edit(ls, uri, version, edit),
+            )
+        )
     return actions + rewrite
 
 
 def register(ls: KernelLspServer) -> None:
     """Register the code action provider."""
-    ls.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=KINDS))(code_actions)
+    ls.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=KINDS))(
+        code_actions
+    )

@@ -81,7 +81,7 @@ def rule_text(code: str, workspace: Path | None) -> str:
         f"when: {r.when}" if r.when else f"emitter: {r.emitter}",
         f"message: {r.message}",
         f"fix: {r.fix}",
-        f"silence: `// kernellsp: ignore[{r.code}]` on the line or the line above, or ignore = [\"{r.code}\"] in "
+        f'silence: `// kernellsp: ignore[{r.code}]` on the line or the line above, or ignore = ["{r.code}"] in '
         "kernellsp.toml [settings]",
         "",
         r.guidance.strip(),
@@ -109,9 +109,16 @@ def summary(res: CheckResult) -> dict[str, Any]:
         "findings": len(res.report.findings),
         "bySeverity": {k: sev.get(k, 0) for k in ("error", "warning", "info", "hint")},
         "byCode": dict(sorted(Counter(f.code for f in res.report.findings).items())),
-        "kernels": [{"name": k.name, "line": k.line, "hasSpec": k.has_spec,
-                     "registers": k.metrics.get("registers"), "occupancyPct": k.metrics.get("occupancy_pct")}
-                    for k in res.report.kernels],
+        "kernels": [
+            {
+                "name": k.name,
+                "line": k.line,
+                "hasSpec": k.has_spec,
+                "registers": k.metrics.get("registers"),
+                "occupancyPct": k.metrics.get("occupancy_pct"),
+            }
+            for k in res.report.kernels
+        ],
         # The spec'd entries (kernels and host launchers): what kernellsp.optimize can run.
         "entries": list(dict.fromkeys(b.entry for b in res.report.specs)),
         "arch": res.settings.arch,

@@ -38,12 +38,18 @@ def client_options(ls: KernelLspServer) -> ClientOptions:
     caps = ls.client_capabilities
     return ClientOptions(
         position_encoding=ls.position_encoding(),
-        code_description=bool(get_capability(caps, "text_document.publish_diagnostics.code_description_support", False)),
-        related_information=bool(get_capability(caps, "text_document.publish_diagnostics.related_information", False)),
-    )  # fmt: skip
+        code_description=bool(
+            get_capability(caps, "text_document.publish_diagnostics.code_description_support", False)
+        ),
+        related_information=bool(
+            get_capability(caps, "text_document.publish_diagnostics.related_information", False)
+        ),
+    )
 
 
-def start_check(ls: KernelLspServer, uri: str, delay_s: float = 0.0, profile: bool = True) -> asyncio.Task[Any]:
+def start_check(
+    ls: KernelLspServer, uri: str, delay_s: float = 0.0, profile: bool = True
+) -> asyncio.Task[Any]:
     """Start (or restart) the check job of ``uri`` on its current buffer text and version.
 
     With ``profile`` (open and save, not edits), the background profile job (:mod:`.profile`) starts at
@@ -64,11 +70,20 @@ def start_check(ls: KernelLspServer, uri: str, delay_s: float = 0.0, profile: bo
             try:
                 await asyncio.wait_for(ls.settings_ready.wait(), SETTINGS_WAIT_S)
             except TimeoutError:
-                log.warning("no configuration after %.0f s; checking with the settings so far", SETTINGS_WAIT_S)
+                log.warning(
+                    "no configuration after %.0f s; checking with the settings so far", SETTINGS_WAIT_S
+                )
         settings = ls.settings
         progress.report(f"{path.name} for {settings.arch}")
         outcome = await ls.jobs.run_in_process(
-            check_document, uri, path, text, settings, ls.workspace_root(), client_options(ls), with_cancel=True
+            check_document,
+            uri,
+            path,
+            text,
+            settings,
+            ls.workspace_root(),
+            client_options(ls),
+            with_cancel=True,
         )
         if cancel.is_set():
             raise asyncio.CancelledError()
@@ -77,8 +92,15 @@ def start_check(ls: KernelLspServer, uri: str, delay_s: float = 0.0, profile: bo
                 ls.note_once("nvcc", f"kernellsp: {note}", types.MessageType.Warning)
             else:
                 ls.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=note))
-        result = CheckResult(uri=uri, version=version, report=outcome.report, rules=outcome.rules,
-                             diagnostics=outcome.diagnostics, settings=settings, seconds=outcome.seconds)  # fmt: skip
+        result = CheckResult(
+            uri=uri,
+            version=version,
+            report=outcome.report,
+            rules=outcome.rules,
+            diagnostics=outcome.diagnostics,
+            settings=settings,
+            seconds=outcome.seconds,
+        )
         ls.results[uri] = result
         ls.publish_layer(uri, KIND, version, outcome.diagnostics)
         for other_path, diags in outcome.other_files.items():

@@ -42,16 +42,22 @@ def kernel_markdown(k: KernelReport) -> str:
     lines = [f"**{k.name}** (`__global__`, {m.get('arch', '?')})", ""]
     if "registers" in m:
         lines.append(f"- registers: {m['registers']} per thread")
-        lines.append(f"- spills: {_fmt(m.get('spill_stores'))} B stored, {_fmt(m.get('spill_loads'))} B loaded; "
-                     f"stack frame {_fmt(m.get('stack_frame'))} B")  # fmt: skip
-        lines.append(f"- shared memory: {_fmt(m.get('smem_static'))} B static, {_fmt(m.get('smem_dynamic'))} B dynamic")
+        lines.append(
+            f"- spills: {_fmt(m.get('spill_stores'))} B stored, {_fmt(m.get('spill_loads'))} B loaded; "
+            f"stack frame {_fmt(m.get('stack_frame'))} B"
+        )
+        lines.append(
+            f"- shared memory: {_fmt(m.get('smem_static'))} B static, {_fmt(m.get('smem_dynamic'))} B dynamic"
+        )
         if m.get("instantiations", 1) and m.get("instantiations", 1) > 1:
             lines.append(f"- {m['instantiations']} template instantiations (worst shown)")
     else:
         lines.append("- no build data (nvcc unavailable or the build failed)")
     if "occupancy_pct" in m:
-        lines.append(f"- occupancy: {_fmt(m['occupancy_pct'], '%')} ({_fmt(m.get('blocks_per_sm'))} blocks/SM, "
-                     f"limited by {m.get('occupancy_limiter', '?')})")  # fmt: skip
+        lines.append(
+            f"- occupancy: {_fmt(m['occupancy_pct'], '%')} ({_fmt(m.get('blocks_per_sm'))} blocks/SM, "
+            f"limited by {m.get('occupancy_limiter', '?')})"
+        )
     if m.get("block_size"):
         lines.append(f"- block: {m['block_size']} threads (from {m.get('block_source', '?')})")
     lines.append(f"- launch spec: {'yes' if k.has_spec else 'no (code action: Add launch spec)'}")
@@ -102,7 +108,11 @@ def hover(ls: KernelLspServer, params: types.HoverParams) -> types.Hover | None:
     if not sections:
         return None
     fmts = get_capability(ls.client_capabilities, "text_document.hover.content_format", None) or []
-    kind = types.MarkupKind.Markdown if (not fmts or types.MarkupKind.Markdown in fmts) else types.MarkupKind.PlainText
+    kind = (
+        types.MarkupKind.Markdown
+        if (not fmts or types.MarkupKind.Markdown in fmts)
+        else types.MarkupKind.PlainText
+    )
     return types.Hover(contents=types.MarkupContent(kind=kind, value="\n\n---\n\n".join(sections)))
 
 

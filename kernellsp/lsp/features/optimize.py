@@ -56,24 +56,33 @@ def _entries(model: Any) -> list[str]:
 SHOW_PROFILE = "kernellsp.showProfile"
 
 
-def show_profile_action(uri: str, has_profile: bool, diagnostics: list[types.Diagnostic],
-                        only: Sequence[str] | None) -> types.CodeAction | None:  # fmt: skip
-    """"Show profile report": a quick fix on profile diagnostics, a source action elsewhere."""
+def show_profile_action(
+    uri: str, has_profile: bool, diagnostics: list[types.Diagnostic], only: Sequence[str] | None
+) -> types.CodeAction | None:
+    """ "Show profile report": a quick fix on profile diagnostics, a source action elsewhere."""
     if not has_profile:
         return None
     on_profile = [d for d in diagnostics if str(d.code).startswith(("KL5", "KL6"))]
     kind = types.CodeActionKind.QuickFix if on_profile else types.CodeActionKind.Source
     if not kind_requested(list(only or []), kind):
         return None
-    return types.CodeAction(title="Show profile report", kind=kind, diagnostics=on_profile or None,
-                            command=types.Command(title="Show profile report", command=SHOW_PROFILE, arguments=[uri]))  # fmt: skip
+    return types.CodeAction(
+        title="Show profile report",
+        kind=kind,
+        diagnostics=on_profile or None,
+        command=types.Command(title="Show profile report", command=SHOW_PROFILE, arguments=[uri]),
+    )
 
 
 def optimize_actions(ls: KernelLspServer, params: types.CodeActionParams) -> list[types.CodeAction]:
     """One "Optimize ENTRY with verified rewrite" action per spec'd entry the range touches, and
     "Show profile report" once the document has a profile."""
-    extra = show_profile_action(params.text_document.uri, params.text_document.uri in ls.profiles,
-                                list(params.context.diagnostics or []), params.context.only)  # fmt: skip
+    extra = show_profile_action(
+        params.text_document.uri,
+        params.text_document.uri in ls.profiles,
+        list(params.context.diagnostics or []),
+        params.context.only,
+    )
     return ([extra] if extra else []) + _optimize_actions(ls, params)
 
 
@@ -93,32 +102,44 @@ def _optimize_actions(ls: KernelLspServer, params: types.CodeActionParams) -> li
     # support `disabled`), or not at all.
     known = ls.gpu_runner_known()
     no_gpu = known[1] if known is not None and known[0] is None else None
-    if no_gpu is not None and not get_capability(ls.client_capabilities, "text_document.code_action.disabled_support",
-                                                 False):  # fmt: skip
+    if no_gpu is not None and not get_capability(
+        ls.client_capabilities, "text_document.code_action.disabled_support", False
+    ):
         return []
     for entry in _entries(model):
         fn = model.function(entry)
         if fn is None or not fn.has_body:
             continue
         spans = [fn.outer_span or fn.span]
-        spans += [(model.function(s.kernel).span) for s in model.launch_sites  # type: ignore[union-attr]
-                  if s.caller == entry and model.function(s.kernel) is not None]  # fmt: skip
+        spans += [
+            (model.function(s.kernel).span)  # type: ignore[union-attr]
+            for s in model.launch_sites
+            if s.caller == entry and model.function(s.kernel) is not None
+        ]
         if not any(sp.start_line <= end and start <= sp.end_line for sp in spans):
             continue
-        diags = [d for d in params.context.diagnostics or []
-                 if isinstance(d.data, dict) and d.data.get("kernel") in (entry, *[s.kernel for s in model.launch_sites
-                                                                                    if s.caller == entry])]  # fmt: skip
+        diags = [
+            d
+            for d in params.context.diagnostics or []
+            if isinstance(d.data, dict)
+            and d.data.get("kernel") in (entry, *[s.kernel for s in model.launch_sites if s.caller == entry])
+        ]
         kind = types.CodeActionKind.QuickFix if diags and quick else types.CodeActionKind.RefactorRewrite
         if kind == types.CodeActionKind.RefactorRewrite and not rewrite:
             continue
-        out.append(types.CodeAction(
-            title=f"Optimize {entry} with verified rewrite",
-            kind=kind,
-            diagnostics=diags or None,
-            command=types.Command(title=f"Optimize {entry} with verified rewrite", command=OPTIMIZE,
-                                  arguments=[uri, entry]),
-            disabled=types.CodeActionDisabled(reason=f"no GPU to verify a rewrite on: {no_gpu}") if no_gpu else None,
-        ))  # fmt: skip
+        out.append(
+            types.CodeAction(
+                title=f"Optimize {entry} with verified rewrite",
+                kind=kind,
+                diagnostics=diags or None,
+                command=types.Command(
+                    title=f"Optimize {entry} with verified rewrite", command=OPTIMIZE, arguments=[uri, entry]
+                ),
+                disabled=types.CodeActionDisabled(reason=f"no GPU to verify a rewrite on: {no_gpu}")
+                if no_gpu
+                else None,
+            )
+        )
     return out
 
 
@@ -151,8 +172,11 @@ async def run_optimize(ls: KernelLspServer, uri: str, entry: str) -> dict[str, A
     if prof is not None:
         summary = next((k for k in prof.kernels if k.entry == entry or k.name == entry), None)
         profile = summary.__dict__ if summary is not None else None
-    options = OptimizeOptions(rounds=settings.optimize_rounds, candidates=settings.optimize_candidates,
-                              min_gain_pct=settings.min_gain_pct)  # fmt: skip
+    options = OptimizeOptions(
+        rounds=settings.optimize_rounds,
+        candidates=settings.optimize_candidates,
+        min_gain_pct=settings.min_gain_pct,
+    )
 
     async def job(progress: ProgressReporter, cancel: threading.Event) -> Any:
         """Run the loop in the dedicated executor; report round, candidate and verdicts."""
@@ -167,8 +191,21 @@ async def run_optimize(ls: KernelLspServer, uri: str, entry: str) -> dict[str, A
         def say(message: str, pct: float | None) -> None:
             progress.report(f"{message} (best {best[0]:.3f}x)", int(pct) if pct is not None else None)
 
-        return await ls.jobs.run_blocking(optimize, path, text, entry, runner, proposers, options, findings, profile,
-                                          None, cancel, say, event)  # fmt: skip
+        return await ls.jobs.run_blocking(
+            optimize,
+            path,
+            text,
+            entry,
+            runner,
+            proposers,
+            options,
+            findings,
+            profile,
+            None,
+            cancel,
+            say,
+            event,
+        )
 
     task = ls.jobs.start(uri, KIND, f"Optimizing {entry}", job)
     try:
@@ -179,8 +216,11 @@ async def run_optimize(ls: KernelLspServer, uri: str, entry: str) -> dict[str, A
         ls.notify(f"kernellsp: optimizing {entry} failed: {exc}", types.MessageType.Warning)
         return {"accepted": False, "reason": str(exc)}
     if result is None or not result.accepted or result.final is None:
-        why = f"{result.final.kind}: {result.final.message}" if result is not None and result.final else (
-            result.stop_reason if result is not None else "no result")  # fmt: skip
+        why = (
+            f"{result.final.kind}: {result.final.message}"
+            if result is not None and result.final
+            else (result.stop_reason if result is not None else "no result")
+        )
         ls.notify(f"kernellsp: no verified improvement for {entry} ({why}); the file is unchanged")
         return {"accepted": False, "reason": why, "bundle": result.bundle if result else None}
     message = f"{entry}: verified {result.final.message}"
@@ -191,24 +231,44 @@ async def run_optimize(ls: KernelLspServer, uri: str, entry: str) -> dict[str, A
         lines = text.split("\n")
         # The end of the document in the negotiated position encoding (Neovim speaks UTF-8, VS Code UTF-16).
         last = len(lines) - 1
-        end = types.Position(line=last, character=RangeMapper(ls.position_encoding(), lines).col_to_client(
-            last, len(lines[last])))  # fmt: skip
-        edit = types.TextEdit(range=types.Range(start=types.Position(line=0, character=0), end=end),
-                              new_text=result.champion_text)  # fmt: skip
+        end = types.Position(
+            line=last,
+            character=RangeMapper(ls.position_encoding(), lines).col_to_client(last, len(lines[last])),
+        )
+        edit = types.TextEdit(
+            range=types.Range(start=types.Position(line=0, character=0), end=end),
+            new_text=result.champion_text,
+        )
         wedit = workspace_edit(ls, uri, version, edit)
-        reply = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=wedit, label=f"Optimize {entry}"))
+        reply = await ls.workspace_apply_edit_async(
+            types.ApplyWorkspaceEditParams(edit=wedit, label=f"Optimize {entry}")
+        )
         applied = bool(reply.applied)
         reason = reply.failure_reason
         if applied:
             record_backup(path, text, result.champion_text, result.bundle)
     if not applied:
         side = side_file(path, result.champion_text)
-        ls.notify(f"kernellsp: {message}; the document changed while optimizing"
-                  f"{' (' + reason + ')' if reason else ''}, so the result was saved as {side}")  # fmt: skip
-        return {"accepted": True, "applied": False, "side_file": str(side), "speedup": result.speedup,
-                "message": message, "bundle": result.bundle}  # fmt: skip
+        ls.notify(
+            f"kernellsp: {message}; the document changed while optimizing"
+            f"{' (' + reason + ')' if reason else ''}, so the result was saved as {side}"
+        )
+        return {
+            "accepted": True,
+            "applied": False,
+            "side_file": str(side),
+            "speedup": result.speedup,
+            "message": message,
+            "bundle": result.bundle,
+        }
     ls.notify(f"kernellsp: {message}; applied (evidence in {Path(result.bundle or '').name})")
-    return {"accepted": True, "applied": True, "speedup": result.speedup, "message": message, "bundle": result.bundle}
+    return {
+        "accepted": True,
+        "applied": True,
+        "speedup": result.speedup,
+        "message": message,
+        "bundle": result.bundle,
+    }
 
 
 def register(ls: KernelLspServer) -> None:

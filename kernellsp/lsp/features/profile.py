@@ -53,8 +53,9 @@ def wants_profile(model: SourceModel | None) -> bool:
     return model is not None and (bool(model.spec_blocks) or model.has_main)
 
 
-def maybe_start_profile(ls: KernelLspServer, uri: str, version: int | None, text: str,
-                        model: SourceModel | None = None) -> asyncio.Task[Any] | None:  # fmt: skip
+def maybe_start_profile(
+    ls: KernelLspServer, uri: str, version: int | None, text: str, model: SourceModel | None = None
+) -> asyncio.Task[Any] | None:
     """Start the profile job of ``uri`` when profiling is possible and the file has something to run.
 
     ``model`` (when the caller has one) decides at once; without it a cheap text test decides whether to
@@ -70,13 +71,21 @@ def maybe_start_profile(ls: KernelLspServer, uri: str, version: int | None, text
         if problem and "runner = none" not in problem and "profile-off" not in ls.notes_shown:
             # A log line, not a pop-up: most machines that edit CUDA have no GPU, and that is fine.
             ls.notes_shown.add("profile-off")
-            ls.window_log_message(types.LogMessageParams(type=types.MessageType.Info,
-                                                         message=f"kernellsp: background profiling is off: {problem}"))  # fmt: skip
+            ls.window_log_message(
+                types.LogMessageParams(
+                    type=types.MessageType.Info, message=f"kernellsp: background profiling is off: {problem}"
+                )
+            )
         return None
     settings = ls.settings
     fingerprint = (hashlib.sha256(text.encode()).hexdigest(), settings.model_dump_json(), str(path))
     running = ls.jobs.current(uri, KIND)
-    if running is not None and running.tag == fingerprint and running.task is not None and not running.task.done():
+    if (
+        running is not None
+        and running.tag == fingerprint
+        and running.task is not None
+        and not running.task.done()
+    ):
         return running.task  # this very text is being profiled with these settings: let that job finish
     not_before = time.monotonic() + DELAY_S
 
@@ -92,9 +101,16 @@ def maybe_start_profile(ls: KernelLspServer, uri: str, version: int | None, text
             outcome = await ls.jobs.run_blocking(cached_profile, path, text, runner, options, ws_specs)
             if outcome is None:
                 outcome = await ls.jobs.run_blocking(
-                    profile_file, path, text, runner, options, ruleset, ws_specs, cancel,
+                    profile_file,
+                    path,
+                    text,
+                    runner,
+                    options,
+                    ruleset,
+                    ws_specs,
+                    cancel,
                     lambda m, p: progress.report(m, int(p) if p is not None else None),
-                )  # fmt: skip
+                )
         except (ProfileError, RunnerError) as exc:
             ls.notify(f"kernellsp: profiling {path.name} failed: {exc}", types.MessageType.Warning)
             ls.publish_layer(uri, KIND, version, [])
@@ -108,8 +124,17 @@ def maybe_start_profile(ls: KernelLspServer, uri: str, version: int | None, text
         from kernellsp.lsp.features.diagnostics import client_options
 
         opts = client_options(ls)
-        diags = [diagnostic(f, uri, mapper, ruleset, code_description=opts.code_description,
-                            related_information=opts.related_information) for f in outcome.findings]  # fmt: skip
+        diags = [
+            diagnostic(
+                f,
+                uri,
+                mapper,
+                ruleset,
+                code_description=opts.code_description,
+                related_information=opts.related_information,
+            )
+            for f in outcome.findings
+        ]
         ls.profiles[uri] = outcome
         ls.profile_versions[uri] = version
         ls.profile_texts[uri] = text

@@ -50,7 +50,9 @@ def apply_settings(ls: KernelLspServer) -> bool | None:
         log.warning("invalid settings: %s", exc)
         if ls.settings_error_shown != str(exc):
             ls.settings_error_shown = str(exc)
-            ls.notify(f"kernellsp: invalid setting {exc}; keeping the previous settings", types.MessageType.Error)
+            ls.notify(
+                f"kernellsp: invalid setting {exc}; keeping the previous settings", types.MessageType.Error
+            )
         return None
     ls.settings_error_shown = None
     changed = settings != ls.settings or options != ls.options
@@ -68,7 +70,8 @@ async def pull_configuration(ls: KernelLspServer) -> bool:
     item = types.ConfigurationItem(section=SECTION, scope_uri=root.as_uri() if root else None)
     try:
         result = await asyncio.wait_for(
-            ls.workspace_configuration_async(types.ConfigurationParams(items=[item])), CLIENT_REQUEST_TIMEOUT_S
+            ls.workspace_configuration_async(types.ConfigurationParams(items=[item])),
+            CLIENT_REQUEST_TIMEOUT_S,
         )
     except asyncio.CancelledError:
         raise
@@ -100,11 +103,14 @@ async def initialized(ls: KernelLspServer, params: types.InitializedParams) -> N
     from kernellsp.lsp.features.profile import warm_up
 
     warm_up(ls)
-    if get_capability(ls.client_capabilities, "workspace.did_change_configuration.dynamic_registration", False):
+    if get_capability(
+        ls.client_capabilities, "workspace.did_change_configuration.dynamic_registration", False
+    ):
         reg = types.Registration(
-            id=str(uuid.uuid4()), method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
+            id=str(uuid.uuid4()),
+            method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
             register_options=types.DidChangeConfigurationRegistrationOptions(section=SECTION),
-        )  # fmt: skip
+        )
         try:
             await asyncio.wait_for(
                 ls.client_register_capability_async(types.RegistrationParams(registrations=[reg])),

@@ -84,7 +84,9 @@ async def check_workspace(ls: KernelLspServer) -> dict[str, Any]:
             for d in diagnostics:
                 severities[_SEVERITY.get(int(d.get("severity") or 1), "error")] += 1
                 codes[str(d.get("code"))] += 1
-        progress.report(f"{counted(sum(severities.values()), 'finding')} in {counted(len(files), 'file')}", 100)
+        progress.report(
+            f"{counted(sum(severities.values()), 'finding')} in {counted(len(files), 'file')}", 100
+        )
         return {
             "root": root_uri,
             "files": len(files),

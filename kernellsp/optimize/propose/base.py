@@ -91,7 +91,9 @@ def splice_kernel(text: str, entry: str, new_code: str, launch: specmod.LaunchSp
     for h in new_helpers:
         hspan = h.outer_span or h.span
         htext = code[hspan.start_byte : hspan.end_byte]
-        old = next((f for f in model.functions if f.name == h.name and f.kind == "device" and f.has_body), None)
+        old = next(
+            (f for f in model.functions if f.name == h.name and f.kind == "device" and f.has_body), None
+        )
         if old is not None:
             ospan = old.outer_span or old.span
             edits.append((ospan.start_byte, ospan.end_byte, htext))
@@ -107,7 +109,9 @@ def splice_kernel(text: str, entry: str, new_code: str, launch: specmod.LaunchSp
         if bound is None or bound.block is None:
             raise ProposerError(f"{entry} has no spec comment block to carry a launch change")
         # Only the launch line changes; the rest of the block stays as the user wrote it.
-        patched = specmod.patch_spec_block(text, bound.block, {"launch": launch.model_dump(exclude_defaults=True)})
+        patched = specmod.patch_spec_block(
+            text, bound.block, {"launch": launch.model_dump(exclude_defaults=True)}
+        )
         pdata = patched.encode()
         start = bound.block.span.start_byte
         end = len(pdata) - (len(data) - bound.block.span.end_byte)

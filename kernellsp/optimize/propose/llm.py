@@ -86,8 +86,14 @@ def _is_number(v: Any) -> bool:
 def _type_name(v: Any) -> str:
     if v is None:
         return "null"
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
-            dict: "an object"}.get(type(v), type(v).__name__)  # fmt: skip
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+    }.get(type(v), type(v).__name__)
 
 
 def _is_dim(v: Any) -> bool:
@@ -104,14 +110,20 @@ def extract_json(content: str) -> Any:
     else:
         fences = list(_FENCE.finditer(s))
         if len(fences) > 1:
-            raise AnswerError(f"the answer holds {len(fences)} fenced blocks; give one JSON object, "
-                              "optionally inside a single ```json block")  # fmt: skip
+            raise AnswerError(
+                f"the answer holds {len(fences)} fenced blocks; give one JSON object, "
+                "optionally inside a single ```json block"
+            )
         if not fences:
-            raise AnswerError(f"the answer is not a JSON object (it begins with {s[:40]!r}); reply with the "
-                              "JSON object only")  # fmt: skip
+            raise AnswerError(
+                f"the answer is not a JSON object (it begins with {s[:40]!r}); reply with the "
+                "JSON object only"
+            )
         if fences[0].group(1).lower() not in ("", "json"):
-            raise AnswerError(f"the fenced block is marked {fences[0].group(1)!r}; it must be a ```json block "
-                              "holding the JSON object")  # fmt: skip
+            raise AnswerError(
+                f"the fenced block is marked {fences[0].group(1)!r}; it must be a ```json block "
+                "holding the JSON object"
+            )
         body = fences[0].group(2)
     try:
         return json.loads(body)
@@ -130,8 +142,10 @@ class LlmProposer:
 
     def __init__(self, settings: LlmSettings, rules: RuleSet | None = None) -> None:
         if not settings.base_url or not settings.model:
-            raise ProposerError("the LLM proposer needs llm.base_url and llm.model; set both, or leave "
-                                "llm.base_url unset to use the built-in tuner")  # fmt: skip
+            raise ProposerError(
+                "the LLM proposer needs llm.base_url and llm.model; set both, or leave "
+                "llm.base_url unset to use the built-in tuner"
+            )
         self.settings = settings
         self.base_url: str = settings.base_url
         self.model: str = settings.model
@@ -141,15 +155,20 @@ class LlmProposer:
                 raise ProposerError(
                     f"the environment variable {settings.api_key_env} (llm.api_key_env) holding the API key for "
                     f"the LLM at {self.base_url} is not set; export it, name another variable in "
-                    "llm.api_key_env, or unset llm.base_url to use the built-in tuner")  # fmt: skip
+                    "llm.api_key_env, or unset llm.base_url to use the built-in tuner"
+                )
             key = PLACEHOLDER_KEY
         self._key = key
         self.rules = rules if rules is not None else load_rules()
         try:
-            self.client = openai.OpenAI(base_url=self.base_url, api_key=key, timeout=settings.timeout_s, max_retries=0)
+            self.client = openai.OpenAI(
+                base_url=self.base_url, api_key=key, timeout=settings.timeout_s, max_retries=0
+            )
         except Exception as exc:  # httpx rejects a malformed URL here (InvalidURL), before any call
-            raise ProposerError(f"llm.base_url {self.base_url!r} is not a usable URL ({exc}); give the server's "
-                                "address, e.g. http://127.0.0.1:8000/v1") from None
+            raise ProposerError(
+                f"llm.base_url {self.base_url!r} is not a usable URL ({exc}); give the server's "
+                "address, e.g. http://127.0.0.1:8000/v1"
+            ) from None
         #: Tokens reported by the endpoint over every call of this run (estimated where it reports none).
         self.tokens_used = 0
         #: One record per call: attempt, tokens, latency, outcome (for the evidence bundle).
@@ -193,8 +212,10 @@ class LlmProposer:
             record["outcome"] = "ok"
             record["candidates"] = len(out)
             return out
-        raise ProposerError(f"the LLM ({self.model} at {self.base_url}) gave no usable answer in "
-                            f"{MAX_RETRIES + 1} attempts; last parse error: {error}")  # fmt: skip
+        raise ProposerError(
+            f"the LLM ({self.model} at {self.base_url}) gave no usable answer in "
+            f"{MAX_RETRIES + 1} attempts; last parse error: {error}"
+        )
 
     # ----------------------------------------------------------------------------------------------
     # The call
@@ -203,9 +224,14 @@ class LlmProposer:
         if self.tokens_used >= self.token_budget:
             raise ProposerError(
                 f"LLM token budget of {self.token_budget} tokens is spent ({self.tokens_used} used in this run); "
-                "raise llm.max_tokens_per_run to allow more")  # fmt: skip
-        record: dict[str, Any] = {"attempt": attempt, "round": round_, "model": self.model,
-                                  "messages": len(messages)}  # fmt: skip
+                "raise llm.max_tokens_per_run to allow more"
+            )
+        record: dict[str, Any] = {
+            "attempt": attempt,
+            "round": round_,
+            "model": self.model,
+            "messages": len(messages),
+        }
         self.calls.append(record)
         t0 = time.monotonic()
         try:
@@ -228,8 +254,10 @@ class LlmProposer:
         choices = getattr(resp, "choices", None)
         if not isinstance(choices, list) or not choices:
             record["outcome"] = "error"
-            msg = (f"the LLM at {self.base_url} did not answer in the OpenAI chat-completions format; check "
-                   "llm.base_url (it usually ends in /v1)")  # fmt: skip
+            msg = (
+                f"the LLM at {self.base_url} did not answer in the OpenAI chat-completions format; check "
+                "llm.base_url (it usually ends in /v1)"
+            )
             record["error"] = msg
             raise ProposerError(msg)
         msg_obj = getattr(choices[0], "message", None)
@@ -250,8 +278,13 @@ class LlmProposer:
                 total_t = prompt_t + completion_t
                 record["usage_estimated"] = True
         self.tokens_used += int(total_t)
-        record.update(prompt_tokens=prompt_t, completion_tokens=completion_t, total_tokens=int(total_t),
-                      finish_reason=finish, answer=content)  # fmt: skip
+        record.update(
+            prompt_tokens=prompt_t,
+            completion_tokens=completion_t,
+            total_tokens=int(total_t),
+            finish_reason=finish,
+            answer=content,
+        )
         log.info("LLM call %d: %s tokens in %.1f s", attempt, total_t, record["latency_s"])
         return content
 
@@ -263,11 +296,15 @@ class LlmProposer:
     def _describe(self, exc: openai.APIError) -> str:
         where = f"the LLM at {self.base_url}"
         if isinstance(exc, openai.APITimeoutError):
-            return (f"{where} (model {self.model}) did not answer within {self.settings.timeout_s:g} s (timeout); "
-                    "raise llm.timeout_s or check that the server is not overloaded")  # fmt: skip
+            return (
+                f"{where} (model {self.model}) did not answer within {self.settings.timeout_s:g} s (timeout); "
+                "raise llm.timeout_s or check that the server is not overloaded"
+            )
         if isinstance(exc, openai.APIConnectionError):
-            return (f"cannot reach {where}: {_connection_reason(exc)}; check llm.base_url or unset it to use "
-                    "the built-in tuner")  # fmt: skip
+            return (
+                f"cannot reach {where}: {_connection_reason(exc)}; check llm.base_url or unset it to use "
+                "the built-in tuner"
+            )
         if isinstance(exc, openai.APIStatusError):
             code = exc.status_code
             detail = _error_detail(exc)
@@ -279,8 +316,12 @@ class LlmProposer:
                 408: "the server timed out; try again",
                 413: "the prompt is too large for the server",
                 429: "rate limited or out of quota; wait, or lower optimize_candidates",
-            }.get(code, "the server failed; try again later or check its logs" if code >= 500
-                  else "check llm.base_url and llm.model")  # fmt: skip
+            }.get(
+                code,
+                "the server failed; try again later or check its logs"
+                if code >= 500
+                else "check llm.base_url and llm.model",
+            )
             return f"{where} answered HTTP {code} for model {self.model}: {detail}; {fix}"
         return f"{where} (model {self.model}) failed: {' '.join(str(exc).split())[:200]}"
 
@@ -291,13 +332,19 @@ class LlmProposer:
         """The new candidates of an answer; :class:`AnswerError` for anything unusable."""
         data = extract_json(content)
         if not isinstance(data, dict):
-            raise AnswerError(f"the answer must be a JSON object with the key 'candidates', got {_type_name(data)}")
+            raise AnswerError(
+                f"the answer must be a JSON object with the key 'candidates', got {_type_name(data)}"
+            )
         extra = sorted(set(data) - {"candidates"})
         if "candidates" not in data:
-            raise AnswerError("the JSON object has no 'candidates' list" +
-                              (f" (it has {', '.join(map(repr, extra))})" if extra else ""))  # fmt: skip
+            raise AnswerError(
+                "the JSON object has no 'candidates' list"
+                + (f" (it has {', '.join(map(repr, extra))})" if extra else "")
+            )
         if extra:
-            raise AnswerError(f"unknown top-level field(s) {', '.join(map(repr, extra))}; only 'candidates' is allowed")
+            raise AnswerError(
+                f"unknown top-level field(s) {', '.join(map(repr, extra))}; only 'candidates' is allowed"
+            )
         items = data["candidates"]
         if not isinstance(items, list):
             raise AnswerError(f"'candidates' must be a list, got {_type_name(items)}")
@@ -319,10 +366,19 @@ class LlmProposer:
         seen: set[str] = set()
         current = Candidate(text=ctx.text, description="", proposer=self.name).key
         for c in built:
-            why = ("already tried" if c.key in tried else "duplicate" if c.key in seen
-                   else "no change" if c.key == current else None)  # fmt: skip
+            why = (
+                "already tried"
+                if c.key in tried
+                else "duplicate"
+                if c.key in seen
+                else "no change"
+                if c.key == current
+                else None
+            )
             if why:
-                self.dropped.append({"key": c.key, "description": c.description, "reason": why, "round": ctx.round})
+                self.dropped.append(
+                    {"key": c.key, "description": c.description, "reason": why, "round": ctx.round}
+                )
                 continue
             seen.add(c.key)
             out.append(c)
@@ -337,15 +393,19 @@ class LlmProposer:
         if missing:
             raise AnswerError(f"{where}: missing field(s) {', '.join(map(repr, missing))}")
         if extra:
-            raise AnswerError(f"{where}: unknown field(s) {', '.join(map(repr, extra))} (allowed: "
-                              f"{', '.join(ANSWER_FIELDS)})")  # fmt: skip
+            raise AnswerError(
+                f"{where}: unknown field(s) {', '.join(map(repr, extra))} (allowed: "
+                f"{', '.join(ANSWER_FIELDS)})"
+            )
         desc, rules, gain, launch_raw, code = (item[f] for f in ANSWER_FIELDS)
         if not isinstance(desc, str) or not desc.strip():
             raise AnswerError(f"{where}: 'description' must be a non-empty string, got {_type_name(desc)}")
         if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
             raise AnswerError(f"{where}: 'rules' must be a list of rule codes (strings)")
         if not _is_number(gain):
-            raise AnswerError(f"{where}: 'predicted_gain_pct' must be a finite number, got {_type_name(gain)}")
+            raise AnswerError(
+                f"{where}: 'predicted_gain_pct' must be a finite number, got {_type_name(gain)}"
+            )
         if not isinstance(code, str) or not code.strip():
             raise AnswerError(f"{where}: 'code' must be a non-empty string holding the kernel's definition")
         launch = self._launch(launch_raw, where, ctx)
@@ -354,47 +414,67 @@ class LlmProposer:
             text = splice_kernel(ctx.text, ctx.entry, code, launch)
         except ProposerError as exc:
             raise AnswerError(f"{where}: {exc}") from None
-        scope = check_scope(ctx.text, text, edit_targets(ctx.model, ctx.entry) or [ctx.entry], ctx.path, ctx.entry)
+        scope = check_scope(
+            ctx.text, text, edit_targets(ctx.model, ctx.entry) or [ctx.entry], ctx.path, ctx.entry
+        )
         if not scope.ok:
             raise AnswerError(f"{where}: out of scope: {scope.reason}")
-        return Candidate(text=text, description=" ".join(desc.split())[:300], proposer=self.name,
-                         rules=[r.strip() for r in rules if r.strip()], predicted_gain_pct=float(gain))  # fmt: skip
+        return Candidate(
+            text=text,
+            description=" ".join(desc.split())[:300],
+            proposer=self.name,
+            rules=[r.strip() for r in rules if r.strip()],
+            predicted_gain_pct=float(gain),
+        )
 
     def _launch(self, raw: Any, where: str, ctx: ProposalContext) -> specmod.LaunchSpec | None:
         if raw is None:
             return None
         if not isinstance(raw, dict):
-            raise AnswerError(f"{where}: 'launch' must be null or an object with grid, block and smem, "
-                              f"got {_type_name(raw)}")  # fmt: skip
+            raise AnswerError(
+                f"{where}: 'launch' must be null or an object with grid, block and smem, "
+                f"got {_type_name(raw)}"
+            )
         fn = ctx.model.function(ctx.entry)
         if fn is not None and fn.kind != "global":
-            raise AnswerError(f"{where}: 'launch' must be null: {ctx.entry} is a host launcher that launches its "
-                              "own kernels")  # fmt: skip
+            raise AnswerError(
+                f"{where}: 'launch' must be null: {ctx.entry} is a host launcher that launches its "
+                "own kernels"
+            )
         if ctx.spec.block is None:
-            raise AnswerError(f"{where}: 'launch' must be null: the spec of {ctx.entry} lives in "
-                              f"{ctx.spec.origin_path or 'the workspace settings'}, which a rewrite cannot change")
+            raise AnswerError(
+                f"{where}: 'launch' must be null: the spec of {ctx.entry} lives in "
+                f"{ctx.spec.origin_path or 'the workspace settings'}, which a rewrite cannot change"
+            )
         extra = sorted(set(raw) - {"grid", "block", "smem"})
         if extra:
-            raise AnswerError(f"{where}: 'launch' has unknown field(s) {', '.join(map(repr, extra))} "
-                              "(allowed: grid, block, smem)")  # fmt: skip
+            raise AnswerError(
+                f"{where}: 'launch' has unknown field(s) {', '.join(map(repr, extra))} "
+                "(allowed: grid, block, smem)"
+            )
         for key in ("grid", "block"):
             if key not in raw:
                 raise AnswerError(f"{where}: 'launch' needs '{key}'")
             v = raw[key]
             ok = _is_dim(v) or (isinstance(v, list) and 1 <= len(v) <= 3 and all(_is_dim(x) for x in v))
             if not ok:
-                raise AnswerError(f"{where}: 'launch.{key}' must be an integer, an expression string or a list "
-                                  f"of 1 to 3 of those, got {json.dumps(v)[:60]}")  # fmt: skip
+                raise AnswerError(
+                    f"{where}: 'launch.{key}' must be an integer, an expression string or a list "
+                    f"of 1 to 3 of those, got {json.dumps(v)[:60]}"
+                )
         if "smem" in raw and not _is_dim(raw["smem"]):
-            raise AnswerError(f"{where}: 'launch.smem' must be an integer or an expression string, got "
-                              f"{json.dumps(raw['smem'])[:60]}")  # fmt: skip
+            raise AnswerError(
+                f"{where}: 'launch.smem' must be an integer or an expression string, got "
+                f"{json.dumps(raw['smem'])[:60]}"
+            )
         try:
             launch = specmod.LaunchSpec.model_validate(raw)
         except ValueError as exc:
             raise AnswerError(f"{where}: 'launch' is not valid: {' '.join(str(exc).split())[:200]}") from None
         # Evaluate it for every shape of the spec, with the same checks as a hand-written spec.
-        bound = specmod.BoundSpec(spec=ctx.spec.spec.model_copy(update={"launch": launch}), entry=ctx.entry,
-                                  origin=ctx.spec.origin)  # fmt: skip
+        bound = specmod.BoundSpec(
+            spec=ctx.spec.spec.model_copy(update={"launch": launch}), entry=ctx.entry, origin=ctx.spec.origin
+        )
         issues = [iss for iss in specmod.validate_against(bound, fn, None) if iss.field.startswith("launch")]
         if issues:
             raise AnswerError(f"{where}: invalid launch: {issues[0].message}")
@@ -417,7 +497,8 @@ class LlmProposer:
             raise AnswerError(
                 f"{where}: 'code' may hold only the definition of {ctx.entry} and __device__ helper functions, "
                 f"but it also has {stray[0][:80]!r} (no includes, macros, global variables, host code or other "
-                "kernels)")  # fmt: skip
+                "kernels)"
+            )
 
 
 def _connection_reason(exc: BaseException) -> str:

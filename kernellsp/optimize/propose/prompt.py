@@ -152,8 +152,10 @@ def _profile_section(ctx: ProposalContext) -> list[str]:
                 facts.append(f"{label} {v}% of peak")
         raw_metrics = kp.get("metrics")
         metrics: dict[str, Any] = raw_metrics if isinstance(raw_metrics, dict) else {}
-        for key, label in (("achieved_occupancy_pct", "achieved occupancy"),
-                           ("theoretical_occupancy_pct", "theoretical occupancy")):
+        for key, label in (
+            ("achieved_occupancy_pct", "achieved occupancy"),
+            ("theoretical_occupancy_pct", "theoretical occupancy"),
+        ):
             v = _fmt_num(metrics.get(key), ".0f")
             if v is not None:
                 facts.append(f"{label} {v}%")
@@ -174,10 +176,18 @@ def _profile_section(ctx: ProposalContext) -> list[str]:
                 pct = _fmt_share(h.get("share"))
                 why = h.get("stall")
                 spct = _fmt_share(h.get("stall_share"))
-                desc = ", ".join(x for x in (f"{pct}%" if pct else None,
-                                             f"{why}" + (f" {spct}%" if spct else "") if why else None) if x)  # fmt: skip
+                desc = ", ".join(
+                    x
+                    for x in (
+                        f"{pct}%" if pct else None,
+                        f"{why}" + (f" {spct}%" if spct else "") if why else None,
+                    )
+                    if x
+                )
                 text = _line_text(ctx, line) if isinstance(line, int) else None
-                out.append(f"  line {line} ({desc}): `{text}`" if text is not None else f"  line {line} ({desc})")
+                out.append(
+                    f"  line {line} ({desc}): `{text}`" if text is not None else f"  line {line} ({desc})"
+                )
         ncu = [r for r in kp.get("ncu_rules") or [] if isinstance(r, dict)]
         ncu.sort(key=lambda r: -(r.get("speedup_pct") or 0.0))
         if ncu:
@@ -193,13 +203,17 @@ def _entry_findings(ctx: ProposalContext, fn: Function | None, helpers: list[Fun
     spans = [(f.outer_span or f.span) for f in ([fn] if fn else []) + helpers]
     mine = []
     for f in ctx.findings:
-        if f.kernel == ctx.entry or (f.kernel is None and any(s.contains_line(f.range.start_line) for s in spans)):
+        if f.kernel == ctx.entry or (
+            f.kernel is None and any(s.contains_line(f.range.start_line) for s in spans)
+        ):
             mine.append(f)
     mine.sort(key=lambda f: (-f.impact, -f.severity.rank, f.range.start_line, f.code))
     return mine[:MAX_FINDINGS]
 
 
-def _rules_section(ctx: ProposalContext, rules: RuleSet, fn: Function | None, helpers: list[Function]) -> list[str]:
+def _rules_section(
+    ctx: ProposalContext, rules: RuleSet, fn: Function | None, helpers: list[Function]
+) -> list[str]:
     found = _entry_findings(ctx, fn, helpers)
     if not found:
         return ["## Reported rules", "No rule fired for this kernel."]
@@ -257,8 +271,10 @@ def _tried_section(ctx: ProposalContext) -> list[str]:
     if len(ctx.tried) > len(tried):
         out.append(f"({len(ctx.tried) - len(tried)} older attempts omitted)")
     out.extend(_tried_line(t) for t in tried)
-    out.append("Do not propose a rejected idea again, not even reworded; build on accepted ones and try "
-               "something different from what was rejected.")  # fmt: skip
+    out.append(
+        "Do not propose a rejected idea again, not even reworded; build on accepted ones and try "
+        "something different from what was rejected."
+    )
     return out
 
 
@@ -266,8 +282,16 @@ def build_messages(ctx: ProposalContext, rules: RuleSet, k: int) -> list[dict[st
     """The system and user messages asking for up to ``k`` candidates for ``ctx.entry``."""
     fn = ctx.model.function(ctx.entry)
     helpers = [f for f in ctx.model.functions if f.kind == "device" and f.has_body]
-    kind = {"global": "__global__ kernel", "host": "host launcher", "device": "__device__ function",
-            "host_device": "__host__ __device__ function"}.get(fn.kind, fn.kind) if fn else "function"  # fmt: skip
+    kind = (
+        {
+            "global": "__global__ kernel",
+            "host": "host launcher",
+            "device": "__device__ function",
+            "host_device": "__host__ __device__ function",
+        }.get(fn.kind, fn.kind)
+        if fn
+        else "function"
+    )
     fname = ctx.path.replace("\\", "/").rsplit("/", 1)[-1]
     k = max(1, k)
     parts: list[str] = [
@@ -279,12 +303,19 @@ def build_messages(ctx: ProposalContext, rules: RuleSet, k: int) -> list[dict[st
     if fn is not None and fn.has_body:
         parts.append("## Kernel source (editable)\n" + _fence("cuda", _source_of(ctx.text, fn)))
     if helpers:
-        parts.append("## __device__ helpers (editable; redefine one to change it)\n"
-                     + _fence("cuda", "\n\n".join(_source_of(ctx.text, h) for h in helpers)))  # fmt: skip
-    context_lines = [ln.strip() for ln in (ctx.model.lines or ctx.text.split("\n"))
-                     if ln.lstrip().startswith("#") and not ln.lstrip().startswith("#pragma")]  # fmt: skip
+        parts.append(
+            "## __device__ helpers (editable; redefine one to change it)\n"
+            + _fence("cuda", "\n\n".join(_source_of(ctx.text, h) for h in helpers))
+        )
+    context_lines = [
+        ln.strip()
+        for ln in (ctx.model.lines or ctx.text.split("\n"))
+        if ln.lstrip().startswith("#") and not ln.lstrip().startswith("#pragma")
+    ]
     if context_lines:
-        parts.append("## File context (read-only: includes and macros)\n" + _fence("cuda", "\n".join(context_lines)))
+        parts.append(
+            "## File context (read-only: includes and macros)\n" + _fence("cuda", "\n".join(context_lines))
+        )
     spec = ctx.spec.spec
     spec_text = specmod.spec_to_toml(spec)
     names = list(spec.sizes) + [t for t in spec.tunables if t not in spec.sizes]
@@ -293,26 +324,36 @@ def build_messages(ctx: ProposalContext, rules: RuleSet, k: int) -> list[dict[st
     if fn is not None and fn.kind != "global":
         notes.append(f'{ctx.entry} launches its own kernels: keep "launch": null.')
     elif ctx.spec.block is None:
-        notes.append('This spec lives in the workspace settings, which a rewrite cannot change: keep "launch": null.')
+        notes.append(
+            'This spec lives in the workspace settings, which a rewrite cannot change: keep "launch": null.'
+        )
     elif names:
         notes.append(f"Launch expressions may use: {', '.join(names)} (and ceil_div, min, max).")
     if spec.tunables:
         notes.append("Tunables take their first value by default.")
     if spec.tolerance is None:
-        out_dtypes = sorted({a.dtype for a in spec.args.values()
-                             if a.dir in ("out", "inout") and a.dtype in compare.DEFAULTS})  # fmt: skip
-        tols = ", ".join(f"{d}: rtol {compare.DEFAULTS[d].rtol:g}, norm rtol {compare.DEFAULTS[d].norm_rtol:g}"
-                         for d in out_dtypes)  # fmt: skip
-        notes.append("No tolerance is declared: outputs are compared with the defaults of their dtype"
-                     + (f" ({tols})" if tols else "") + ", which leave room for float re-association only.")
+        out_dtypes = sorted(
+            {a.dtype for a in spec.args.values() if a.dir in ("out", "inout") and a.dtype in compare.DEFAULTS}
+        )
+        tols = ", ".join(
+            f"{d}: rtol {compare.DEFAULTS[d].rtol:g}, norm rtol {compare.DEFAULTS[d].norm_rtol:g}"
+            for d in out_dtypes
+        )
+        notes.append(
+            "No tolerance is declared: outputs are compared with the defaults of their dtype"
+            + (f" ({tols})" if tols else "")
+            + ", which leave room for float re-association only."
+        )
     if notes:
         spec_part += "\n" + " ".join(notes)
     parts.append(spec_part)
     parts.append("\n".join(_profile_section(ctx)))
     parts.append("\n".join(_rules_section(ctx, rules, fn, helpers)))
     parts.append("\n".join(_tried_section(ctx)))
-    parts.append(f"Answer with the JSON object only: {{\"candidates\": [...]}} holding at most {k} "
-                 f"candidate{'s' if k != 1 else ''}.")  # fmt: skip
+    parts.append(
+        f'Answer with the JSON object only: {{"candidates": [...]}} holding at most {k} '
+        f"candidate{'s' if k != 1 else ''}."
+    )
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": "\n\n".join(parts)},
@@ -323,10 +364,13 @@ def retry_messages(answer: str, error: str) -> list[dict[str, str]]:
     """What follows an unusable answer: the answer itself, then the exact parse error."""
     return [
         {"role": "assistant", "content": answer},
-        {"role": "user", "content": (
-            f"Your answer could not be used: {error}\n"
-            "Answer again with the complete JSON object in the required format "
-            '({"candidates": [{"description", "rules", "predicted_gain_pct", "launch", "code"}]}), '
-            "fixing this problem; keep the constraints."
-        )},
-    ]  # fmt: skip
+        {
+            "role": "user",
+            "content": (
+                f"Your answer could not be used: {error}\n"
+                "Answer again with the complete JSON object in the required format "
+                '({"candidates": [{"description", "rules", "predicted_gain_pct", "launch", "code"}]}), '
+                "fixing this problem; keep the constraints."
+            ),
+        },
+    ]

@@ -52,7 +52,9 @@ def _replace_spec(text: str, entry: str, new_spec: specmod.KernelSpec) -> str | 
     return out
 
 
-def _fn_text_edit(text: str, entry: str, edit: Callable[[SourceModel, bytes], list[tuple[int, int, bytes]]]) -> str | None:
+def _fn_text_edit(
+    text: str, entry: str, edit: Callable[[SourceModel, bytes], list[tuple[int, int, bytes]]]
+) -> str | None:
     model = parse_source(text)
     data = text.encode()
     edits = edit(model, data)
@@ -93,17 +95,21 @@ class Tuner:
 
     # ------------------------------------------------------------------------------------------
 
-    def _transforms(self, ctx: ProposalContext, fired: set[str]) -> list[tuple[str, list[str], Callable[[], str | None]]]:
+    def _transforms(
+        self, ctx: ProposalContext, fired: set[str]
+    ) -> list[tuple[str, list[str], Callable[[], str | None]]]:
         s = ctx.spec.spec
         items: list[tuple[int, str, list[str], Callable[[], str | None]]] = []
         # 1. Spec tunables: the spec author's own search space.
         for name, values in s.tunables.items():
             for v in values[1:]:
+
                 def make(name: str = name, v: int | str = v) -> str | None:
                     vals = list(s.tunables[name])
                     vals.remove(v)
                     new = s.model_copy(update={"tunables": {**s.tunables, name: [v, *vals]}})
                     return _replace_spec(ctx.text, ctx.entry, new)
+
                 items.append((10, f"tunable:{name}={v}", ["KL202"], make))
         # 2. Block size of a 1-D launch written as ceil_div(X, B) / B with a literal B.
         if s.launch is not None and not s.tunables:
@@ -116,11 +122,16 @@ class Tuner:
                     for b in (128, 256, 512, 1024):
                         if b == cur:
                             continue
+
                         def make_b(b: int = b) -> str | None:
                             g0 = str(grid[0])
-                            launch = specmod.LaunchSpec(grid=pat.sub(lambda m: f"{m.group(1)}({m.group(2)}, {b})", g0),
-                                                        block=b, smem=s.launch.smem)  # type: ignore[union-attr]  # fmt: skip
+                            launch = specmod.LaunchSpec(
+                                grid=pat.sub(lambda m: f"{m.group(1)}({m.group(2)}, {b})", g0),
+                                block=b,
+                                smem=s.launch.smem,  # type: ignore[union-attr]
+                            )
                             return _replace_spec(ctx.text, ctx.entry, s.model_copy(update={"launch": launch}))
+
                         items.append((20, f"block:{b}", ["KL202", "KL507"], make_b))
         # 3. Qualifiers.
         items.append((5 if "KL405" in fired else 15, "restrict", ["KL405"], lambda: self._restrict(ctx)))
@@ -130,16 +141,36 @@ class Tuner:
             items.append((25, f"launch_bounds:{bs}", ["KL103"], lambda: self._launch_bounds(ctx, bs)))
         # 4. Precision of literals.
         if "KL401" in fired or self._has_double_literals(ctx):
-            items.append((1 if "KL401" in fired else 30, "float_literals", ["KL401"], lambda: self._float_literals(ctx)))
+            items.append(
+                (
+                    1 if "KL401" in fired else 30,
+                    "float_literals",
+                    ["KL401"],
+                    lambda: self._float_literals(ctx),
+                )
+            )
         # 5. Compile options.
-        items.append((40, "flag:--extra-device-vectorization", [], lambda: self._flag(ctx, "--extra-device-vectorization")))
+        items.append(
+            (
+                40,
+                "flag:--extra-device-vectorization",
+                [],
+                lambda: self._flag(ctx, "--extra-device-vectorization"),
+            )
+        )
         if "KL103" in fired:
             for f in ctx.findings:
                 if f.code == "KL103" and f.kernel == ctx.entry and f.evidence.get("registers"):
                     regs = int(f.evidence["registers"])
                     target = max(32, (regs * 3 // 4) // 8 * 8)
-                    items.append((8, f"flag:-maxrregcount={target}", ["KL103"],
-                                  lambda t=target: self._flag(ctx, f"-maxrregcount={t}")))  # type: ignore[misc]  # fmt: skip
+                    items.append(
+                        (
+                            8,
+                            f"flag:-maxrregcount={target}",
+                            ["KL103"],
+                            lambda t=target: self._flag(ctx, f"-maxrregcount={t}"),  # type: ignore[misc]
+                        )
+                    )
         items.sort(key=lambda t: t[0])
         return [(name, rules, make) for _, name, rules, make in items]
 
@@ -197,7 +228,9 @@ class Tuner:
 
     def _has_double_literals(self, ctx: ProposalContext) -> bool:
         facts = analysis.analyse(ctx.model).get(ctx.entry)
-        return bool(facts and not facts.uses_double_params and any(lf.double_literals for lf in facts.lines.values()))
+        return bool(
+            facts and not facts.uses_double_params and any(lf.double_literals for lf in facts.lines.values())
+        )
 
     def _float_literals(self, ctx: ProposalContext) -> str | None:
         facts = analysis.analyse(ctx.model).get(ctx.entry)
@@ -208,7 +241,9 @@ class Tuner:
             f = model.function(ctx.entry)
             if f is None or f.body_span is None or model.tree is None:
                 return []
-            body = model.tree.root_node.descendant_for_byte_range(f.body_span.start_byte, f.body_span.end_byte)
+            body = model.tree.root_node.descendant_for_byte_range(
+                f.body_span.start_byte, f.body_span.end_byte
+            )
             edits = []
             stack = [body] if body is not None else []
             while stack:
@@ -228,5 +263,7 @@ class Tuner:
         s = ctx.spec.spec
         if flag in s.flags:
             return None
-        flags = [f for f in s.flags if not (flag.startswith("-maxrregcount") and f.startswith("-maxrregcount"))]
+        flags = [
+            f for f in s.flags if not (flag.startswith("-maxrregcount") and f.startswith("-maxrregcount"))
+        ]
         return _replace_spec(ctx.text, ctx.entry, s.model_copy(update={"flags": [*flags, flag]}))

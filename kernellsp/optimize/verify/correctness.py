@@ -44,8 +44,19 @@ DEFAULTS: dict[str, Tolerance] = {
 }
 EXACT = Tolerance(0.0, 0.0, 0.0, 0.0)
 
-_NP_DTYPES = {"f16": "<f2", "f32": "<f4", "f64": "<f8", "i8": "i1", "u8": "u1", "i16": "<i2", "u16": "<u2",
-              "i32": "<i4", "u32": "<u4", "i64": "<i8", "u64": "<u8"}  # fmt: skip
+_NP_DTYPES = {
+    "f16": "<f2",
+    "f32": "<f4",
+    "f64": "<f8",
+    "i8": "i1",
+    "u8": "u1",
+    "i16": "<i2",
+    "u16": "<u2",
+    "i32": "<i4",
+    "u32": "<u4",
+    "i64": "<i8",
+    "u64": "<u8",
+}
 
 
 def resolve_tolerance(dtype: str, spec_tol: SpecTolerance | None = None) -> Tolerance:
@@ -59,9 +70,12 @@ def resolve_tolerance(dtype: str, spec_tol: SpecTolerance | None = None) -> Tole
         rtol=spec_tol.rtol if spec_tol.rtol is not None else base.rtol,
         atol_rel=base.atol_rel if spec_tol.atol is None else 0.0,
         atol_abs=spec_tol.atol if spec_tol.atol is not None else 0.0,
-        norm_rtol=spec_tol.norm_rtol if spec_tol.norm_rtol is not None else max(
-            base.norm_rtol, spec_tol.rtol or 0.0) if spec_tol.rtol is not None else base.norm_rtol,
-    )  # fmt: skip
+        norm_rtol=spec_tol.norm_rtol
+        if spec_tol.norm_rtol is not None
+        else max(base.norm_rtol, spec_tol.rtol or 0.0)
+        if spec_tol.rtol is not None
+        else base.norm_rtol,
+    )
 
 
 def as_array(data: bytes, dtype: str) -> np.ndarray[Any, Any]:
@@ -86,9 +100,11 @@ class Mismatch:
     reason: str
 
     def describe(self) -> str:
-        return (f"{self.buffer}[{self.index}] = {self.got!r}, expected {self.want!r} ({self.reason}; "
-                f"{self.bad_elements} of {self.count} elements differ, max |err| {self.max_abs_err:.3g}, "
-                f"norm-relative error {self.norm_rel_err:.3g})")  # fmt: skip
+        return (
+            f"{self.buffer}[{self.index}] = {self.got!r}, expected {self.want!r} ({self.reason}; "
+            f"{self.bad_elements} of {self.count} elements differ, max |err| {self.max_abs_err:.3g}, "
+            f"norm-relative error {self.norm_rel_err:.3g})"
+        )
 
 
 def compare(name: str, dtype: str, got: bytes, want: bytes, tol: Tolerance) -> Mismatch | None:
@@ -96,17 +112,34 @@ def compare(name: str, dtype: str, got: bytes, want: bytes, tol: Tolerance) -> M
     g = as_array(got, dtype)
     w = as_array(want, dtype)
     if g.shape != w.shape:
-        return Mismatch(name, 0, len(g), len(w), max(len(g), len(w)), len(w), float("inf"), float("inf"),
-                        "different element counts")  # fmt: skip
+        return Mismatch(
+            name,
+            0,
+            len(g),
+            len(w),
+            max(len(g), len(w)),
+            len(w),
+            float("inf"),
+            float("inf"),
+            "different element counts",
+        )
     if dtype not in FLOAT_DTYPES:
         bad = np.flatnonzero(g != w)
         if bad.size == 0:
             return None
         i = int(bad[0])
         diff = np.abs(g.astype(np.float64) - w.astype(np.float64))
-        return Mismatch(name, i, int(g[i]), int(w[i]), int(bad.size), len(w), float(diff.max()),
-                        float(np.linalg.norm(diff)) / max(float(np.linalg.norm(w.astype(np.float64))), 1e-300),
-                        "integers differ")  # fmt: skip
+        return Mismatch(
+            name,
+            i,
+            int(g[i]),
+            int(w[i]),
+            int(bad.size),
+            len(w),
+            float(diff.max()),
+            float(np.linalg.norm(diff)) / max(float(np.linalg.norm(w.astype(np.float64))), 1e-300),
+            "integers differ",
+        )
     g64 = g.astype(np.float64)
     w64 = w.astype(np.float64)
     finite_w = np.isfinite(w64)
@@ -126,14 +159,30 @@ def compare(name: str, dtype: str, got: bytes, want: bytes, tol: Tolerance) -> M
     bad = np.flatnonzero(~ok)
     if bad.size:
         i = int(bad[0])
-        reason = "NaN where a number was expected" if np.isnan(g64[i]) and not np.isnan(w64[i]) else \
-            "non-finite value" if not np.isfinite(g64[i]) else f"outside atol {atol:.3g} + rtol {tol.rtol:g}·|want|"  # fmt: skip
+        reason = (
+            "NaN where a number was expected"
+            if np.isnan(g64[i]) and not np.isnan(w64[i])
+            else "non-finite value"
+            if not np.isfinite(g64[i])
+            else f"outside atol {atol:.3g} + rtol {tol.rtol:g}·|want|"
+        )
         max_err = float(np.max(np.where(np.isfinite(err), err, np.inf)))
-        return Mismatch(name, i, float(g64[i]), float(w64[i]), int(bad.size), len(w), max_err, norm_err, reason)
+        return Mismatch(
+            name, i, float(g64[i]), float(w64[i]), int(bad.size), len(w), max_err, norm_err, reason
+        )
     if norm_err > tol.norm_rtol:
         i = int(np.argmax(err))
-        return Mismatch(name, i, float(g64[i]), float(w64[i]), 0, len(w), float(err.max()), norm_err,
-                        f"norm-relative error {norm_err:.3g} exceeds {tol.norm_rtol:g}")  # fmt: skip
+        return Mismatch(
+            name,
+            i,
+            float(g64[i]),
+            float(w64[i]),
+            0,
+            len(w),
+            float(err.max()),
+            norm_err,
+            f"norm-relative error {norm_err:.3g} exceeds {tol.norm_rtol:g}",
+        )
     return None
 
 
@@ -223,6 +272,8 @@ def reference_problem(buffers: dict[str, tuple[str, bytes]]) -> str | None:
     uniq = np.unique(np.concatenate([v.astype(np.float64) for v in values])) if values else np.array([])
     if uniq.size <= 1:
         what = "all zero" if uniq.size == 1 and uniq[0] == 0 else f"all {uniq[0] if uniq.size else '?'}"
-        return (f"the reference output is {what}: a constant reference cannot tell a correct kernel from one "
-                "that writes a constant; change the spec's input distributions or sizes")  # fmt: skip
+        return (
+            f"the reference output is {what}: a constant reference cannot tell a correct kernel from one "
+            "that writes a constant; change the spec's input distributions or sizes"
+        )
     return None

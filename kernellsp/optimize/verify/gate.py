@@ -61,9 +61,23 @@ from kernellsp.source.model import SourceModel, parse_source
 
 Progress = Callable[[str, float | None], None]
 
-VERDICTS = ("accepted", "scope_violation", "compile_error", "runtime_error", "timeout", "input_mutated",
-            "unwritten_output", "mismatch", "degenerate_reference", "sanitizer", "sanitizer_unavailable",
-            "not_faster", "suspect_speedup", "timing_anomaly", "sandbox_violation")  # fmt: skip
+VERDICTS = (
+    "accepted",
+    "scope_violation",
+    "compile_error",
+    "runtime_error",
+    "timeout",
+    "input_mutated",
+    "unwritten_output",
+    "mismatch",
+    "degenerate_reference",
+    "sanitizer",
+    "sanitizer_unavailable",
+    "not_faster",
+    "suspect_speedup",
+    "timing_anomaly",
+    "sandbox_violation",
+)
 
 
 class VerifyError(RuntimeError):
@@ -184,16 +198,40 @@ class _Session:
         self.runner.get(self.wd, [out], self.fetch_root)
         return harness.read_result(self.fetch_root / out)
 
-    def harness_run(self, exe: str, mode: str, shape: int, seed: int, poison: str = "nan",
-                    reps: int | None = None, warmup: int | None = None, fresh: bool = False,
-                    wrapper: list[str] | None = None, dump_last: bool = False, sets: list[str] | None = None,
-                    check_launches: int = 0, alloc: str = "guard", timeout: float | None = None,
-                    ) -> tuple[Any, harness.HarnessResult | None, str]:  # fmt: skip
+    def harness_run(
+        self,
+        exe: str,
+        mode: str,
+        shape: int,
+        seed: int,
+        poison: str = "nan",
+        reps: int | None = None,
+        warmup: int | None = None,
+        fresh: bool = False,
+        wrapper: list[str] | None = None,
+        dump_last: bool = False,
+        sets: list[str] | None = None,
+        check_launches: int = 0,
+        alloc: str = "guard",
+        timeout: float | None = None,
+    ) -> tuple[Any, harness.HarnessResult | None, str]:
         self.n += 1
         out = f"r{self.n:04d}"
-        argv = harness.harness_argv(f"./{self.exe_paths.get(exe, exe)}", mode, out, shape=shape, seed=seed, reps=reps, warmup=warmup,  # type: ignore[arg-type]
-                                    poison=poison, fresh_inputs=fresh, dump_last=dump_last, sets=sets,  # type: ignore[arg-type]
-                                    check_launches=check_launches, alloc=alloc)  # type: ignore[arg-type]  # fmt: skip
+        argv = harness.harness_argv(
+            f"./{self.exe_paths.get(exe, exe)}",
+            mode,  # type: ignore[arg-type]
+            out,
+            shape=shape,
+            seed=seed,
+            reps=reps,
+            warmup=warmup,
+            poison=poison,  # type: ignore[arg-type]
+            fresh_inputs=fresh,
+            dump_last=dump_last,
+            sets=sets,
+            check_launches=check_launches,
+            alloc=alloc,  # type: ignore[arg-type]
+        )
         res = self.run([*(wrapper or []), *argv], timeout=timeout)
         try:
             return res, self.result(out), out
@@ -210,7 +248,9 @@ def _entry_spec(model: SourceModel, entry: str) -> spec.BoundSpec:
     b = spec.entry_spec(model, entry)
     if b is None:
         raise VerifyError(f"{entry} has no launch spec in the file; add one (kernellsp check shows KL004)")
-    problems = [i for i in spec.validate_against(b, model.function(entry), model) + issues if i.severity == "error"]
+    problems = [
+        i for i in spec.validate_against(b, model.function(entry), model) + issues if i.severity == "error"
+    ]
     if problems:
         raise VerifyError(f"the launch spec of {entry} is invalid: {problems[0].message}")
     return b
@@ -223,13 +263,25 @@ def _first_line(text: str, n: int = 8) -> str:
 
 
 def unified_diff(baseline: str, candidate: str, name: str) -> str:
-    return "".join(difflib.unified_diff(baseline.splitlines(keepends=True), candidate.splitlines(keepends=True),
-                                        fromfile=f"a/{name}", tofile=f"b/{name}"))  # fmt: skip
+    return "".join(
+        difflib.unified_diff(
+            baseline.splitlines(keepends=True),
+            candidate.splitlines(keepends=True),
+            fromfile=f"a/{name}",
+            tofile=f"b/{name}",
+        )
+    )
 
 
 def verify(
-    path: Path, baseline: str, candidate: str, entry: str, runner: Runner, options: VerifyOptions | None = None,
-    environment: dict[str, Any] | None = None, cancel: threading.Event | None = None,
+    path: Path,
+    baseline: str,
+    candidate: str,
+    entry: str,
+    runner: Runner,
+    options: VerifyOptions | None = None,
+    environment: dict[str, Any] | None = None,
+    cancel: threading.Event | None = None,
     progress: Progress | None = None,
 ) -> Verdict:
     """Run every gate on ``candidate`` (a full file text) against ``baseline`` for ``entry``."""
@@ -240,7 +292,9 @@ def verify(
 
     targets = edit_targets(parse_source(baseline, str(path)), entry)
     if not targets:
-        raise VerifyError(f"{entry} launches no kernel defined in {path.name}: there is nothing a rewrite may change")
+        raise VerifyError(
+            f"{entry} launches no kernel defined in {path.name}: there is nothing a rewrite may change"
+        )
     scope = check_scope(baseline, candidate, targets, str(path), entry)
     if not scope.ok:
         v = _reject("scope_violation", entry, scope.reason, line=scope.line)
@@ -255,10 +309,19 @@ def verify(
     cbound = spec.entry_spec(cmodel, entry)
     cspec = cbound.spec if cbound is not None else bspec.spec
     if cspec.launch is not None and bspec.spec.launch is not None:
-        problems = [i for i in spec.validate_against(spec.BoundSpec(cspec, entry, "comment", cbound.block if cbound else None),
-                                                     cmodel.function(entry), cmodel) if i.severity == "error"]  # fmt: skip
+        problems = [
+            i
+            for i in spec.validate_against(
+                spec.BoundSpec(cspec, entry, "comment", cbound.block if cbound else None),
+                cmodel.function(entry),
+                cmodel,
+            )
+            if i.severity == "error"
+        ]
         if problems:
-            return _reject("scope_violation", entry, f"the candidate's launch is invalid: {problems[0].message}")
+            return _reject(
+                "scope_violation", entry, f"the candidate's launch is invalid: {problems[0].message}"
+            )
     try:
         bplan = harness.plan_harness(bmodel, bspec.spec, entry)
     except harness.HarnessError as exc:
@@ -286,11 +349,18 @@ def verify(
         if exc.kind == "timeout":
             v = _reject("timeout", entry, str(exc))
         elif exc.kind == "sandbox_violation" and any("h_cand" in a or "harness_cand" in a for a in exc.argv):
-            v = _reject("sandbox_violation", entry, f"the candidate broke the sandbox on {runner.name} (running "
-                        f"{Path(exc.argv[0]).name}): {'; '.join(exc.violations)}", violations=exc.violations)  # fmt: skip
+            v = _reject(
+                "sandbox_violation",
+                entry,
+                f"the candidate broke the sandbox on {runner.name} (running "
+                f"{Path(exc.argv[0]).name}): {'; '.join(exc.violations)}",
+                violations=exc.violations,
+            )
         elif exc.kind == "sandbox_violation":
-            raise VerifyError(f"the baseline itself broke the sandbox on {runner.name}, so nothing can be verified "
-                              f"against it: {'; '.join(exc.violations)}") from None  # fmt: skip
+            raise VerifyError(
+                f"the baseline itself broke the sandbox on {runner.name}, so nothing can be verified "
+                f"against it: {'; '.join(exc.violations)}"
+            ) from None
         else:
             raise VerifyError(str(exc)) from None
     finally:
@@ -303,8 +373,16 @@ def verify(
 
 
 def _verify_in(
-    s: _Session, path: Path, baseline: str, candidate: str, entry: str, bspec: spec.BoundSpec,
-    bplan: harness.HarnessPlan, cplan: harness.HarnessPlan, opts: VerifyOptions, say: Progress,
+    s: _Session,
+    path: Path,
+    baseline: str,
+    candidate: str,
+    entry: str,
+    bspec: spec.BoundSpec,
+    bplan: harness.HarnessPlan,
+    cplan: harness.HarnessPlan,
+    opts: VerifyOptions,
+    say: Progress,
 ) -> Verdict:
     name = path.name
     from kernellsp import cache
@@ -333,9 +411,19 @@ def _verify_in(
     def build(who: str) -> Any:
         own = sorted((k[len(who) + 1 :], v) for k, v in files.items() if k.startswith(f"{who}/"))
         key = cache.digest(*(f"{k}\0{v.decode('utf-8', 'replace')}" for k, v in own))
-        return build_harness(s.runner, f"{s.wd}/{who}", "harness.cu", f"h_{who}", opts.arch, flags[who], nvcc=nvcc,
-                             nvcc_version=s.env.get("nvcc_version"), sources_key=key, timeout_s=opts.build_timeout_s,
-                             cancel=s.cancel)  # fmt: skip
+        return build_harness(
+            s.runner,
+            f"{s.wd}/{who}",
+            "harness.cu",
+            f"h_{who}",
+            opts.arch,
+            flags[who],
+            nvcc=nvcc,
+            nvcc_version=s.env.get("nvcc_version"),
+            sources_key=key,
+            timeout_s=opts.build_timeout_s,
+            cancel=s.cancel,
+        )
 
     t_build = time.monotonic()
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -346,8 +434,12 @@ def _verify_in(
     if built["base"].returncode != 0:
         raise VerifyError(f"the baseline's harness does not build: {_first_line(built['base'].output)}")
     if built["cand"].returncode != 0:
-        return _reject("compile_error", entry, f"the candidate does not compile: {_first_line(built['cand'].output)}",
-                       compiler_output=built["cand"].output[-4000:])  # fmt: skip
+        return _reject(
+            "compile_error",
+            entry,
+            f"the candidate does not compile: {_first_line(built['cand'].output)}",
+            compiler_output=built["cand"].output[-4000:],
+        )
     details: dict[str, Any] = {"checked": [], "run_seed": s.run_seed, "phase_seconds": s.phase_s}
     s.oracle = _oracle_runs(s, path, baseline, entry, bplan, bspec, files, nvcc)
     if not opts.timing_only:
@@ -367,8 +459,16 @@ def _verify_in(
     return _time(s, entry, bspec, bplan, opts, say, details)
 
 
-def _oracle_runs(s: _Session, path: Path, baseline: str, entry: str, bplan: harness.HarnessPlan,
-                 bspec: spec.BoundSpec, files: dict[str, bytes], nvcc: str) -> oracle.OracleRuns | None:  # fmt: skip
+def _oracle_runs(
+    s: _Session,
+    path: Path,
+    baseline: str,
+    entry: str,
+    bplan: harness.HarnessPlan,
+    bspec: spec.BoundSpec,
+    files: dict[str, bytes],
+    nvcc: str,
+) -> oracle.OracleRuns | None:
     """The baseline with its float accumulations in double (:mod:`kernellsp.optimize.verify.oracle`), built in
     ``oracle/`` beside the two sides only when a float mismatch asks for it; None when nothing can be promoted."""
     from kernellsp import cache
@@ -380,16 +480,33 @@ def _oracle_runs(s: _Session, path: Path, baseline: str, entry: str, bplan: harn
         return None
     if src is None:
         return None
-    own = {f"src/{path.name}": src.text.encode(), "harness.cu": harness.generate_harness(bplan, f"src/{path.name}", split=True).encode()}
-    own |= {k[len("base/"):]: v for k, v in files.items() if k.startswith("base/src/") and k[len("base/"):] not in own}
+    own = {
+        f"src/{path.name}": src.text.encode(),
+        "harness.cu": harness.generate_harness(bplan, f"src/{path.name}", split=True).encode(),
+    }
+    own |= {
+        k[len("base/") :]: v
+        for k, v in files.items()
+        if k.startswith("base/src/") and k[len("base/") :] not in own
+    }
 
     def build() -> str | None:
         try:
             s.runner.put({f"oracle/{k}": v for k, v in own.items()}, s.wd)
             key = cache.digest(*(f"{k}\0{v.decode('utf-8', 'replace')}" for k, v in sorted(own.items())))
-            b = build_harness(s.runner, f"{s.wd}/oracle", "harness.cu", "h_oracle", s.opts.arch, list(bspec.spec.flags),
-                              nvcc=nvcc, nvcc_version=s.env.get("nvcc_version"), sources_key=key,
-                              timeout_s=s.opts.build_timeout_s, cancel=s.cancel)  # fmt: skip
+            b = build_harness(
+                s.runner,
+                f"{s.wd}/oracle",
+                "harness.cu",
+                "h_oracle",
+                s.opts.arch,
+                list(bspec.spec.flags),
+                nvcc=nvcc,
+                nvcc_version=s.env.get("nvcc_version"),
+                sources_key=key,
+                timeout_s=s.opts.build_timeout_s,
+                cancel=s.cancel,
+            )
         except RunnerError as exc:
             return f"the oracle could not be built: {exc}"
         s.exe_paths["h_oracle"] = "oracle/h_oracle"
@@ -401,14 +518,27 @@ def _oracle_runs(s: _Session, path: Path, baseline: str, entry: str, bplan: harn
         except RunnerError as exc:  # the oracle's own failure is never the candidate's verdict
             return None, f"the oracle failed on shape {shape}: {exc}"
         if out is None or not out.ok:
-            return None, f"the oracle failed on shape {shape}: {out.error if out else _first_line(res.output, 3)}"
+            return (
+                None,
+                f"the oracle failed on shape {shape}: {out.error if out else _first_line(res.output, 3)}",
+            )
         return out, None
 
     return oracle.OracleRuns(src, build, run)
 
 
-def _oracle_rescue(s: _Session, shape: int, sets: list[str], i: int, buffer: str, dtype: str, got: bytes,
-                   want: bytes, tol: compare.Tolerance, details: dict[str, Any]) -> tuple[bool, str]:  # fmt: skip
+def _oracle_rescue(
+    s: _Session,
+    shape: int,
+    sets: list[str],
+    i: int,
+    buffer: str,
+    dtype: str,
+    got: bytes,
+    want: bytes,
+    tol: compare.Tolerance,
+    details: dict[str, Any],
+) -> tuple[bool, str]:
     """A float mismatch against the baseline, judged again against the oracle run on the same shape and inputs
     (:func:`kernellsp.optimize.verify.oracle.judge`): (rescued, what to add to the refusal's message)."""
     if s.oracle is None or dtype not in spec.FLOAT_DTYPES:
@@ -420,10 +550,17 @@ def _oracle_rescue(s: _Session, shape: int, sets: list[str], i: int, buffer: str
         return False, f" (the baseline's higher-precision oracle was not available: {s.oracle.problem})"
     verdict = oracle.judge(dtype, got, want, out.read_set_bytes(i, buffer), tol)
     details["oracle_source"] = s.oracle.source.to_dict()
-    details.setdefault("oracle", []).append({
-        "shape": shape, "set": sets[i], "buffer": buffer, "rescued": verdict.rescued,
-        "baseline_error": verdict.baseline_error, "candidate_error": verdict.candidate_error,
-        "allowed_error": verdict.allowed_error})  # fmt: skip
+    details.setdefault("oracle", []).append(
+        {
+            "shape": shape,
+            "set": sets[i],
+            "buffer": buffer,
+            "rescued": verdict.rescued,
+            "baseline_error": verdict.baseline_error,
+            "candidate_error": verdict.candidate_error,
+            "allowed_error": verdict.allowed_error,
+        }
+    )
     return verdict.rescued, "" if verdict.rescued else f"; {verdict.describe()}"
 
 
@@ -466,14 +603,23 @@ def _describe_set(st: str) -> str:
     return f"seed {seed}" + (f", {pattern} pattern" if pattern else "")
 
 
-def _correctness(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.HarnessPlan, opts: VerifyOptions,
-                 say: Progress, details: dict[str, Any]) -> Verdict | None:  # fmt: skip
+def _correctness(
+    s: _Session,
+    entry: str,
+    bspec: spec.BoundSpec,
+    plan: harness.HarnessPlan,
+    opts: VerifyOptions,
+    say: Progress,
+    details: dict[str, Any],
+) -> Verdict | None:
     """Every shape (small edge shapes first: most wrong rewrites fail there, cheaply), all input sets in one
     process per side; then the alternate poison on the main shape; then the error budget of near misses."""
     spec_sets = [harness.input_set(_derive(s.run_seed, k)) for k in range(opts.seeds)]
     patterns = [p for p in opts.patterns if p != "spec"]
     if patterns and not _patterns_apply(plan):
-        details["patterns_skipped"] = "no input buffer draws from a range (uniform, normal, randint or the default)"
+        details["patterns_skipped"] = (
+            "no input buffer draws from a range (uniform, normal, randint or the default)"
+        )
         patterns = []
     patterns = [p for p in patterns if _patterns_apply(plan, p)]
     details["patterns"] = patterns
@@ -483,7 +629,9 @@ def _correctness(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.H
     main: harness.HarnessResult | None = None
     for k, shape in enumerate(order):
         say(f"correctness: shape {shape} ({len(sets)} input sets)", 10 + 50 * (k + 1) / len(order))
-        v, bout = _check_shape(s, entry, plan.outputs, bspec, shape, sets, len(spec_sets), details, opts, suspects)
+        v, bout = _check_shape(
+            s, entry, plan.outputs, bspec, shape, sets, len(spec_sets), details, opts, suspects
+        )
         if v is not None:
             return v
         if shape == 0:
@@ -491,18 +639,28 @@ def _correctness(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.H
     # A second poison pattern (outputs and shared memory): a candidate that reads memory it never wrote
     # shows different outputs.
     say("correctness: alternate poison", 62)
-    v, _ = _check_shape(s, entry, plan.outputs, bspec, 0, spec_sets[:1], 1, details, opts, suspects, base=main,
-                        poison="alt")  # fmt: skip
+    v, _ = _check_shape(
+        s, entry, plan.outputs, bspec, 0, spec_sets[:1], 1, details, opts, suspects, base=main, poison="alt"
+    )
     if v is not None:
         return v
     return _error_budget(s, entry, suspects, opts, details, say)
 
 
 def _check_shape(
-    s: _Session, entry: str, outputs: list[Any], bspec: spec.BoundSpec, shape: int, sets: list[str], n_spec: int,
-    details: dict[str, Any], opts: VerifyOptions, suspects: list[_Suspect], base: harness.HarnessResult | None = None,
+    s: _Session,
+    entry: str,
+    outputs: list[Any],
+    bspec: spec.BoundSpec,
+    shape: int,
+    sets: list[str],
+    n_spec: int,
+    details: dict[str, Any],
+    opts: VerifyOptions,
+    suspects: list[_Suspect],
+    base: harness.HarnessResult | None = None,
     poison: str = "nan",
-) -> tuple[Verdict | None, harness.HarnessResult | None]:  # fmt: skip
+) -> tuple[Verdict | None, harness.HarnessResult | None]:
     """The candidate against the baseline on every input set of one shape; ``base`` reuses a baseline run."""
     bout = base
     if bout is None:
@@ -513,32 +671,51 @@ def _check_shape(
     cres, cout, _ = s.harness_run("h_cand", "check", shape, 0, sets=sets, poison=poison)
     where0 = {"shape": shape, "sizes": bout.sizes, "poison": poison}
     if cout is None:
-        return _reject("runtime_error", entry, f"the candidate crashed (exit {cres.returncode}) on shape {shape}: "
-                                               f"{_first_line(cres.output, 3)}", **where0), bout  # fmt: skip
+        return _reject(
+            "runtime_error",
+            entry,
+            f"the candidate crashed (exit {cres.returncode}) on shape {shape}: {_first_line(cres.output, 3)}",
+            **where0,
+        ), bout
     if not cout.ok:
         hint = ""
         if "IllegalAddress" in (cout.error or "") and cout.alloc.get("kind") == "guard":
-            hint = (" (every buffer ends at a guard page, so this is most likely an access out of bounds; "
-                    "compute-sanitizer memcheck names the line)")  # fmt: skip
-        return _reject("runtime_error", entry, f"the candidate failed on shape {shape}: {cout.error}{hint}",
-                       **where0), bout  # fmt: skip
+            hint = (
+                " (every buffer ends at a guard page, so this is most likely an access out of bounds; "
+                "compute-sanitizer memcheck names the line)"
+            )
+        return _reject(
+            "runtime_error", entry, f"the candidate failed on shape {shape}: {cout.error}{hint}", **where0
+        ), bout
     if shape == 0 and cout.kernel_attrs:
         s.cand_static_smem = int(cout.kernel_attrs.get("shared_static_bytes") or 0)
     damage = cout.guard_damage()
     if damage:
         name, count = next(iter(damage.items()))
-        return _reject("sanitizer", entry, f"the candidate wrote {count} byte(s) just outside buffer {name} on shape "
-                                           f"{shape} (the canary beside its guard page changed): an out-of-bounds write",
-                       tool="guard", buffer=name, bytes=count, **where0), bout  # fmt: skip
+        return _reject(
+            "sanitizer",
+            entry,
+            f"the candidate wrote {count} byte(s) just outside buffer {name} on shape "
+            f"{shape} (the canary beside its guard page changed): an out-of-bounds write",
+            tool="guard",
+            buffer=name,
+            bytes=count,
+            **where0,
+        ), bout
     for i, st in enumerate(sets):
         bset, cset = bout.sets[i], cout.sets[i]
         where = {**where0, "seed": bset.seed, "pattern": bset.pattern, "inputs": st}
         what = _describe_set(st)
         mutated = [n for n, b in cset.buffers.items() if b.mutated and not bset.buffers[n].mutated]
         if mutated:
-            return _reject("input_mutated", entry, f"the candidate wrote to input buffer(s) {', '.join(mutated)} "
-                                                   f"(shape {shape}, {what}); inputs must stay unchanged",
-                           buffers=mutated, **where), bout  # fmt: skip
+            return _reject(
+                "input_mutated",
+                entry,
+                f"the candidate wrote to input buffer(s) {', '.join(mutated)} "
+                f"(shape {shape}, {what}); inputs must stay unchanged",
+                buffers=mutated,
+                **where,
+            ), bout
         refs: dict[str, tuple[str, bytes]] = {}
 
         def ref(name: str, dtype: str, i: int = i, refs: dict[str, tuple[str, bytes]] = refs) -> bytes:
@@ -560,21 +737,51 @@ def _check_shape(
         for a in outputs:
             cu, bu = cset.buffers[a.name].unwritten or 0, bset.buffers[a.name].unwritten or 0
             if cu > bu:
-                return _reject("unwritten_output", entry, f"the candidate left {cu} element(s) of {a.name} unwritten "
-                                                          f"(shape {shape}, {what}, poison {poison})", buffer=a.name,
-                               unwritten=cu, **where), bout  # fmt: skip
-        v = _compare_set(s, entry, outputs, bspec, (shape, sets, i), bout, cout, ref, poison, where, details, opts,
-                         suspects)  # fmt: skip
+                return _reject(
+                    "unwritten_output",
+                    entry,
+                    f"the candidate left {cu} element(s) of {a.name} unwritten "
+                    f"(shape {shape}, {what}, poison {poison})",
+                    buffer=a.name,
+                    unwritten=cu,
+                    **where,
+                ), bout
+        v = _compare_set(
+            s,
+            entry,
+            outputs,
+            bspec,
+            (shape, sets, i),
+            bout,
+            cout,
+            ref,
+            poison,
+            where,
+            details,
+            opts,
+            suspects,
+        )
         if v is not None:
             return v, bout
         details["checked"].append(where)
     return None, bout
 
 
-def _compare_set(s: _Session, entry: str, outputs: list[Any], bspec: spec.BoundSpec, at: tuple[int, list[str], int],
-                 bout: harness.HarnessResult, cout: harness.HarnessResult, ref: Callable[[str, str], bytes],
-                 poison: str, where: dict[str, Any], details: dict[str, Any], opts: VerifyOptions,
-                 suspects: list[_Suspect]) -> Verdict | None:  # fmt: skip
+def _compare_set(
+    s: _Session,
+    entry: str,
+    outputs: list[Any],
+    bspec: spec.BoundSpec,
+    at: tuple[int, list[str], int],
+    bout: harness.HarnessResult,
+    cout: harness.HarnessResult,
+    ref: Callable[[str, str], bytes],
+    poison: str,
+    where: dict[str, Any],
+    details: dict[str, Any],
+    opts: VerifyOptions,
+    suspects: list[_Suspect],
+) -> Verdict | None:
     """Every output of input set ``at = (shape, sets, i)`` against the baseline's (``ref``); a float mismatch
     is judged again against the baseline's higher-precision oracle, when there is one (:func:`_oracle_rescue`)."""
     shape, sets, i = at
@@ -587,12 +794,22 @@ def _compare_set(s: _Session, entry: str, outputs: list[Any], bspec: spec.BoundS
         tol = compare.resolve_tolerance(a.dtype, bspec.spec.tolerance)
         want = ref(a.name, a.dtype)
         mm = compare.compare(a.name, a.dtype, got, want, tol)
-        rescued, note = _oracle_rescue(s, shape, sets, i, a.name, a.dtype, got, want, tol, details) if mm else (False, "")
+        rescued, note = (
+            _oracle_rescue(s, shape, sets, i, a.name, a.dtype, got, want, tol, details) if mm else (False, "")
+        )
         if mm is not None and not rescued:
-            return _reject("mismatch", entry, f"wrong result on shape {shape} ({_sizes(bout.sizes)}), {what}: "
-                                              f"{mm.describe()}{note}", buffer=a.name, index=mm.index, got=mm.got,
-                           want=mm.want, bad_elements=mm.bad_elements, norm_rel_err=mm.norm_rel_err,
-                           **where)  # fmt: skip
+            return _reject(
+                "mismatch",
+                entry,
+                f"wrong result on shape {shape} ({_sizes(bout.sizes)}), {what}: {mm.describe()}{note}",
+                buffer=a.name,
+                index=mm.index,
+                got=mm.got,
+                want=mm.want,
+                bad_elements=mm.bad_elements,
+                norm_rel_err=mm.norm_rel_err,
+                **where,
+            )
         if rescued:
             continue  # judged against the oracle: the baseline's error is no yardstick here
         err = compare.norm_rel_error(a.dtype, got, want)
@@ -601,8 +818,14 @@ def _compare_set(s: _Session, entry: str, outputs: list[Any], bspec: spec.BoundS
     return None
 
 
-def _error_budget(s: _Session, entry: str, suspects: list[_Suspect], opts: VerifyOptions, details: dict[str, Any],
-                  say: Progress) -> Verdict | None:  # fmt: skip
+def _error_budget(
+    s: _Session,
+    entry: str,
+    suspects: list[_Suspect],
+    opts: VerifyOptions,
+    details: dict[str, Any],
+    say: Progress,
+) -> Verdict | None:
     """Results within the tolerance but more than the quick budget off: measure the baseline's own error on
     those inputs (three more launches: run-to-run spread; one on |x|: conditioning) and refuse an error
     far above it (:func:`kernellsp.optimize.verify.correctness.error_budget`)."""
@@ -622,20 +845,39 @@ def _error_budget(s: _Session, entry: str, suspects: list[_Suspect], opts: Verif
             for x in mine:
                 k = 4 * uniq.index(x.set)
                 ref = x.base.read_set_bytes(x.base_index, x.buffer)
-                spread = max(compare.norm_rel_error(x.dtype, bout.read_set_bytes(k + r, x.buffer), ref) for r in range(3))
+                spread = max(
+                    compare.norm_rel_error(x.dtype, bout.read_set_bytes(k + r, x.buffer), ref)
+                    for r in range(3)
+                )
                 ref_norm = compare.norm(x.dtype, ref)
-                cond = compare.norm(x.dtype, bout.read_set_bytes(k + 3, x.buffer)) / ref_norm if ref_norm > 0 else 1.0
+                cond = (
+                    compare.norm(x.dtype, bout.read_set_bytes(k + 3, x.buffer)) / ref_norm
+                    if ref_norm > 0
+                    else 1.0
+                )
                 budget = compare.error_budget(x.dtype, cond, spread, opts.error_budget)
-                row = {**x.where, "buffer": x.buffer, "error": x.error, "spread": spread, "conditioning": cond,
-                       "budget": budget}  # fmt: skip
+                row = {
+                    **x.where,
+                    "buffer": x.buffer,
+                    "error": x.error,
+                    "spread": spread,
+                    "conditioning": cond,
+                    "budget": budget,
+                }
                 details.setdefault("error_budget", []).append(row)
                 if x.error > budget:
                     own = max(spread, (compare.budget_floor(x.dtype) or 0.0) * max(1.0, cond))
-                    return _reject("mismatch", entry, f"{x.buffer} is {x.error:.3g} off the reference (norm-relative) on "
-                                   f"shape {x.shape}, {_describe_set(x.set)}: {x.error / own:.0f}x the baseline's own "
-                                   f"error ({own:.3g}; run-to-run spread {spread:.3g}, conditioning {cond:.3g}), above "
-                                   f"the error budget of {opts.error_budget:g}x: approximated or skipped work, even "
-                                   "inside the spec's tolerance", reason="error_budget", **row)  # fmt: skip
+                    return _reject(
+                        "mismatch",
+                        entry,
+                        f"{x.buffer} is {x.error:.3g} off the reference (norm-relative) on "
+                        f"shape {x.shape}, {_describe_set(x.set)}: {x.error / own:.0f}x the baseline's own "
+                        f"error ({own:.3g}; run-to-run spread {spread:.3g}, conditioning {cond:.3g}), above "
+                        f"the error budget of {opts.error_budget:g}x: approximated or skipped work, even "
+                        "inside the spec's tolerance",
+                        reason="error_budget",
+                        **row,
+                    )
     finally:
         s.phase_s["error_budget"] = s.phase_s.get("error_budget", 0.0) + time.monotonic() - t0
     return None
@@ -652,8 +894,9 @@ _SYNC_TOKENS = re.compile(r"sync|barrier")
 _HAZARD_TOOLS = frozenset({"racecheck", "synccheck"})
 
 
-def _sanitizer_plan(plan: harness.HarnessPlan, opts: VerifyOptions, candidate: str,
-                    static_smem: int) -> list[tuple[int, list[str]]]:  # fmt: skip
+def _sanitizer_plan(
+    plan: harness.HarnessPlan, opts: VerifyOptions, candidate: str, static_smem: int
+) -> list[tuple[int, list[str]]]:
     """(shape, tools) to run: every distinct shape (or the smallest), each tool where it can find something.
 
     memcheck always; racecheck (shared-memory hazards) when the kernel has shared memory or is a host
@@ -683,12 +926,23 @@ def _sanitizer_plan(plan: harness.HarnessPlan, opts: VerifyOptions, candidate: s
     return out
 
 
-def _sanitize(s: _Session, entry: str, plan: harness.HarnessPlan, opts: VerifyOptions, say: Progress,
-              candidate: str, details: dict[str, Any]) -> Verdict | None:  # fmt: skip
+def _sanitize(
+    s: _Session,
+    entry: str,
+    plan: harness.HarnessPlan,
+    opts: VerifyOptions,
+    say: Progress,
+    candidate: str,
+    details: dict[str, Any],
+) -> Verdict | None:
     tool = s.runner.which("compute-sanitizer")
     if tool is None:
-        return _reject("sanitizer_unavailable", entry, "compute-sanitizer is not installed on the runner, so the "
-                       "candidate cannot be accepted (it ships with the CUDA toolkit; put it on PATH)")  # fmt: skip
+        return _reject(
+            "sanitizer_unavailable",
+            entry,
+            "compute-sanitizer is not installed on the runner, so the "
+            "candidate cannot be accepted (it ships with the CUDA toolkit; put it on PATH)",
+        )
     if tool not in _SANITIZER_PADDING:
         try:
             _SANITIZER_PADDING[tool] = "--padding" in s.run([tool, "--help"], gpu=False, timeout=60).output
@@ -703,7 +957,11 @@ def _sanitize(s: _Session, entry: str, plan: harness.HarnessPlan, opts: VerifyOp
         for t in tools:
             k += 1
             bounded = t in _HAZARD_TOOLS and t in passed
-            limit = min(opts.hazard_check_budget_s, opts.sanitizer_timeout_s) if bounded else opts.sanitizer_timeout_s
+            limit = (
+                min(opts.hazard_check_budget_s, opts.sanitizer_timeout_s)
+                if bounded
+                else opts.sanitizer_timeout_s
+            )
             say(f"compute-sanitizer {t}, shape {shape}", 66 + 8 * k / max(total, 1))
             wrapper = [tool, "--tool", t, "--error-exitcode", "86", "--print-limit", "5"]
             if t == "memcheck":
@@ -714,42 +972,99 @@ def _sanitize(s: _Session, entry: str, plan: harness.HarnessPlan, opts: VerifyOp
             t0 = time.monotonic()
             # --alloc plain: exact cudaMalloc sizes, so memcheck sees an access even one byte past the end.
             try:
-                res, out, _ = s.harness_run("h_cand", "check", shape, 0, wrapper=wrapper, alloc="plain",
-                                            sets=[harness.input_set(_derive(s.run_seed, 200 + shape))],
-                                            timeout=limit)  # fmt: skip
+                res, out, _ = s.harness_run(
+                    "h_cand",
+                    "check",
+                    shape,
+                    0,
+                    wrapper=wrapper,
+                    alloc="plain",
+                    sets=[harness.input_set(_derive(s.run_seed, 200 + shape))],
+                    timeout=limit,
+                )
             except RunnerError as exc:
                 if exc.kind == "timeout" and bounded:
                     # The hazard passed on a smaller shape; on this one only its first `limit` seconds ran.
-                    details["sanitizer"].append({"tool": t, "shape": shape, "seconds": round(time.monotonic() - t0, 3),
-                                                 "bounded": f"stopped after {limit:g} s (hazard_check_budget_s)"})  # fmt: skip
-                    say(f"compute-sanitizer {t} on shape {shape}: stopped after {limit:g} s (passed on a smaller shape)",
-                        None)  # fmt: skip
+                    details["sanitizer"].append(
+                        {
+                            "tool": t,
+                            "shape": shape,
+                            "seconds": round(time.monotonic() - t0, 3),
+                            "bounded": f"stopped after {limit:g} s (hazard_check_budget_s)",
+                        }
+                    )
+                    say(
+                        f"compute-sanitizer {t} on shape {shape}: stopped after {limit:g} s (passed on a smaller shape)",
+                        None,
+                    )
                     continue
                 if exc.kind == "timeout":
-                    return _reject("timeout", entry, f"compute-sanitizer {t} did not finish on shape {shape} within "
-                                   f"{opts.sanitizer_timeout_s:g} s; the candidate cannot be accepted unchecked",
-                                   tool=t, shape=shape)  # fmt: skip
+                    return _reject(
+                        "timeout",
+                        entry,
+                        f"compute-sanitizer {t} did not finish on shape {shape} within "
+                        f"{opts.sanitizer_timeout_s:g} s; the candidate cannot be accepted unchecked",
+                        tool=t,
+                        shape=shape,
+                    )
                 raise
-            details["sanitizer"].append({"tool": t, "shape": shape, "seconds": round(time.monotonic() - t0, 3)})
+            details["sanitizer"].append(
+                {"tool": t, "shape": shape, "seconds": round(time.monotonic() - t0, 3)}
+            )
             text = res.output
             if res.returncode == 86 or ("ERROR SUMMARY: 0 errors" not in text and "ERROR SUMMARY" in text):
-                first = next((ln.strip() for ln in text.splitlines() if ln.startswith("========= ") and
-                              ("Invalid" in ln or "hazard" in ln.lower() or "Error" in ln or "Uninitialized" in ln
-                               or "Barrier" in ln)), _first_line(text, 2))  # fmt: skip
-                return _reject("sanitizer", entry, f"compute-sanitizer {t} found errors on shape {shape}: {first}",
-                               tool=t, shape=shape, report=text[-4000:])  # fmt: skip
+                first = next(
+                    (
+                        ln.strip()
+                        for ln in text.splitlines()
+                        if ln.startswith("========= ")
+                        and (
+                            "Invalid" in ln
+                            or "hazard" in ln.lower()
+                            or "Error" in ln
+                            or "Uninitialized" in ln
+                            or "Barrier" in ln
+                        )
+                    ),
+                    _first_line(text, 2),
+                )
+                return _reject(
+                    "sanitizer",
+                    entry,
+                    f"compute-sanitizer {t} found errors on shape {shape}: {first}",
+                    tool=t,
+                    shape=shape,
+                    report=text[-4000:],
+                )
             if out is None or not out.ok:
                 # No result.json: the program died before writing it (a signal, a crash in the driver, a
                 # resource limit); the tool's own output is the evidence.
-                why = out.error if out else f"it ended without a result (exit {res.returncode}): {_first_line(text, 3)}"
-                return _reject("runtime_error", entry, f"the candidate failed under compute-sanitizer {t} on shape "
-                               f"{shape}: {why}", tool=t, shape=shape, report=text[-4000:])  # fmt: skip
+                why = (
+                    out.error
+                    if out
+                    else f"it ended without a result (exit {res.returncode}): {_first_line(text, 3)}"
+                )
+                return _reject(
+                    "runtime_error",
+                    entry,
+                    f"the candidate failed under compute-sanitizer {t} on shape {shape}: {why}",
+                    tool=t,
+                    shape=shape,
+                    report=text[-4000:],
+                )
             passed.add(t)
     return None
 
 
-def _time(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.HarnessPlan, opts: VerifyOptions,
-          say: Progress, details: dict[str, Any]) -> Verdict:  # fmt: skip
+def _time(
+    s: _Session,
+    entry: str,
+    bspec: spec.BoundSpec,
+    plan: harness.HarnessPlan,
+    opts: VerifyOptions,
+    say: Progress,
+    details: dict[str, Any],
+) -> Verdict:
     kernel_entry = plan.kind == "global"
     rounds: dict[str, list[list[float]]] = {"base": [], "cand": []}
     raw: dict[str, list[dict[str, Any]]] = {"base": [], "cand": []}
@@ -771,11 +1086,21 @@ def _time(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.HarnessP
     reps, warmup = opts.reps, opts.warmup
     for r in range(opts.rounds):
         for who in ("base", "cand"):
-            say(f"timing round {r + 1}/{opts.rounds}: {'baseline' if who == 'base' else 'candidate'}",
-                75 + 24 * (r + (who == "cand") / 2) / opts.rounds)  # fmt: skip
+            say(
+                f"timing round {r + 1}/{opts.rounds}: {'baseline' if who == 'base' else 'candidate'}",
+                75 + 24 * (r + (who == "cand") / 2) / opts.rounds,
+            )
             keep = opts.check_launches if who == "cand" and not opts.timing_only else 0
-            res, out, _ = s.harness_run(f"h_{who}", "time", 0, _derive(s.run_seed, 1000 + r), reps=reps,
-                                        warmup=warmup, fresh=True, check_launches=keep)  # fmt: skip
+            res, out, _ = s.harness_run(
+                f"h_{who}",
+                "time",
+                0,
+                _derive(s.run_seed, 1000 + r),
+                reps=reps,
+                warmup=warmup,
+                fresh=True,
+                check_launches=keep,
+            )
             if out is None or not out.ok:
                 msg = out.error if out is not None else _first_line(res.output, 3)
                 if who == "base":
@@ -795,10 +1120,14 @@ def _time(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.HarnessP
                 if who == "base":
                     base_partial.add(b.name)
                 elif b.name not in base_partial:
-                    return _reject("unwritten_output", entry, f"during timing the candidate left elements of "
-                                           f"{b.name} unwritten in {sum(1 for u in b.rep_unwritten if u)} of "
-                                           f"{len(b.rep_unwritten)} repetitions (work skipped or cached across calls)",
-                                           buffer=b.name)  # fmt: skip
+                    return _reject(
+                        "unwritten_output",
+                        entry,
+                        f"during timing the candidate left elements of "
+                        f"{b.name} unwritten in {sum(1 for u in b.rep_unwritten if u)} of "
+                        f"{len(b.rep_unwritten)} repetitions (work skipped or cached across calls)",
+                        buffer=b.name,
+                    )
         if r == 0 and rounds["base"][0]:
             reps, warmup = timing.scaled_reps(statistics.median(rounds["base"][0]), opts.reps, opts.warmup)
         if min_rounds <= r + 1 < opts.rounds:
@@ -807,8 +1136,15 @@ def _time(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.HarnessP
                 break
     s.phase_s["timing"] = time.monotonic() - t_timing
     stats = timing.paired_speedup(rounds["base"], rounds["cand"], confidence=confidence)
-    v = Verdict("not_faster", False, "", entry, details=details, stats=stats.to_dict(),
-                timings={"rounds": raw, "kernel_entry": kernel_entry})  # fmt: skip
+    v = Verdict(
+        "not_faster",
+        False,
+        "",
+        entry,
+        details=details,
+        stats=stats.to_dict(),
+        timings={"rounds": raw, "kernel_entry": kernel_entry},
+    )
     from kernellsp.profile.ncu import footprint_bytes
 
     # The floor: the bytes the spec says the entry must move (inputs read once, outputs written once) at
@@ -827,7 +1163,9 @@ def _time(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.HarnessP
     suspect = stats.candidate_median_ms < limit
     if suspect and stats.baseline_median_ms < limit:
         # The baseline itself moves less than the spec says (a sub-range, early exits): the floor does not hold.
-        v.details["roofline_floor_unreliable"] = "the baseline is faster than the floor: it moves fewer bytes than the spec declares"
+        v.details["roofline_floor_unreliable"] = (
+            "the baseline is faster than the floor: it moves fewer bytes than the spec declares"
+        )
         suspect = False
     if checked and (suspect or timing.accepts(stats, opts.min_gain_pct)):
         # Only a winner needs it: the outputs of the randomly picked timed launches against the baseline's
@@ -842,29 +1180,44 @@ def _time(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.HarnessP
     gap_cand = _median_gap(raw["cand"])
     if kernel_entry and gap_cand > max(0.05, 3 * gap_base + 0.02):
         v.kind = "timing_anomaly"
-        v.message = (f"the candidate's device work continues {gap_cand:.3f} ms past its launch (baseline {gap_base:.3f} ms): "
-                     "work outside the timed window is not allowed")  # fmt: skip
+        v.message = (
+            f"the candidate's device work continues {gap_cand:.3f} ms past its launch (baseline {gap_base:.3f} ms): "
+            "work outside the timed window is not allowed"
+        )
         return v
     if suspect:
         assert floor is not None and bw is not None
         v.kind = "suspect_speedup"
-        v.message = (f"the candidate ({stats.candidate_median_ms:.4f} ms) is {floor / stats.candidate_median_ms:.2f}x "
-                     f"faster than moving the spec's {footprint_bytes(bspec) or 0:,} bytes at this GPU's copy bandwidth "
-                     f"({bw / 1e9:.0f} GB/s: {floor:.4f} ms): it cannot have read its inputs and written its outputs; "
-                     "refused")  # fmt: skip
+        v.message = (
+            f"the candidate ({stats.candidate_median_ms:.4f} ms) is {floor / stats.candidate_median_ms:.2f}x "
+            f"faster than moving the spec's {footprint_bytes(bspec) or 0:,} bytes at this GPU's copy bandwidth "
+            f"({bw / 1e9:.0f} GB/s: {floor:.4f} ms): it cannot have read its inputs and written its outputs; "
+            "refused"
+        )
         return v
     if timing.accepts(stats, opts.min_gain_pct):
         v.kind, v.accepted = "accepted", True
-        v.message = (f"{stats.speedup:.3f}x faster ({stats.baseline_median_ms:.4f} → {stats.candidate_median_ms:.4f} ms; "
-                     f"{100 * stats.confidence:.0f}% CI {stats.ci_low:.3f}–{stats.ci_high:.3f}, {stats.rounds} A/B rounds)")  # fmt: skip
+        v.message = (
+            f"{stats.speedup:.3f}x faster ({stats.baseline_median_ms:.4f} → {stats.candidate_median_ms:.4f} ms; "
+            f"{100 * stats.confidence:.0f}% CI {stats.ci_low:.3f}–{stats.ci_high:.3f}, {stats.rounds} A/B rounds)"
+        )
     else:
-        v.message = (f"not measurably faster: speedup {stats.speedup:.3f}x, {100 * stats.confidence:.0f}% CI "
-                     f"{stats.ci_low:.3f}–{stats.ci_high:.3f} does not clear the {opts.min_gain_pct:g}% minimum gain")  # fmt: skip
+        v.message = (
+            f"not measurably faster: speedup {stats.speedup:.3f}x, {100 * stats.confidence:.0f}% CI "
+            f"{stats.ci_low:.3f}–{stats.ci_high:.3f} does not clear the {opts.min_gain_pct:g}% minimum gain"
+        )
     return v
 
 
-def _check_timed_launches(s: _Session, entry: str, bspec: spec.BoundSpec, plan: harness.HarnessPlan,
-                          runs: list[harness.HarnessResult], opts: VerifyOptions, details: dict[str, Any]) -> Verdict | None:  # fmt: skip
+def _check_timed_launches(
+    s: _Session,
+    entry: str,
+    bspec: spec.BoundSpec,
+    plan: harness.HarnessPlan,
+    runs: list[harness.HarnessResult],
+    opts: VerifyOptions,
+    details: dict[str, Any],
+) -> Verdict | None:
     """Compare the snapshots of the candidate's timed launches with the baseline on the same inputs.
 
     Time mode draws the inputs of launch K of a run with ``--seed S`` on the device from
@@ -888,19 +1241,35 @@ def _check_timed_launches(s: _Session, entry: str, bspec: spec.BoundSpec, plan: 
             want = bout.read_set_bytes(i, a.name)
             cu, bu = sn.buffers[a.name].unwritten or 0, bout.sets[i].buffers[a.name].unwritten or 0
             if cu > bu:
-                return _reject("unwritten_output", entry, f"timed launch {sn.launch} (picked at random after it ran) left "
-                                                          f"{cu} element(s) of {a.name} unwritten: work skipped on "
-                                                          "launches it guessed were not checked", buffer=a.name,
-                               unwritten=cu, **where)  # fmt: skip
+                return _reject(
+                    "unwritten_output",
+                    entry,
+                    f"timed launch {sn.launch} (picked at random after it ran) left "
+                    f"{cu} element(s) of {a.name} unwritten: work skipped on "
+                    "launches it guessed were not checked",
+                    buffer=a.name,
+                    unwritten=cu,
+                    **where,
+                )
             tol = compare.resolve_tolerance(a.dtype, bspec.spec.tolerance)
             mm = compare.compare(a.name, a.dtype, got, want, tol)
-            rescued, note = _oracle_rescue(s, 0, sets, i, a.name, a.dtype, got, want, tol, details) if mm else (False, "")
+            rescued, note = (
+                _oracle_rescue(s, 0, sets, i, a.name, a.dtype, got, want, tol, details) if mm else (False, "")
+            )
             if rescued:
                 continue
             if mm is not None:
-                return _reject("mismatch", entry, f"timed launch {sn.launch} (picked at random after it ran) computed a "
-                                                  f"wrong result: {mm.describe()}{note}; every timed launch must do the work",
-                               buffer=a.name, index=mm.index, got=mm.got, want=mm.want, **where)  # fmt: skip
+                return _reject(
+                    "mismatch",
+                    entry,
+                    f"timed launch {sn.launch} (picked at random after it ran) computed a "
+                    f"wrong result: {mm.describe()}{note}; every timed launch must do the work",
+                    buffer=a.name,
+                    index=mm.index,
+                    got=mm.got,
+                    want=mm.want,
+                    **where,
+                )
             err = compare.norm_rel_error(a.dtype, got, want)
             if not compare.within_quick_budget(a.dtype, err, opts.error_budget):
                 # The snapshot is the candidate's side; the reference is the baseline's set i of this run.
@@ -924,4 +1293,13 @@ def write_evidence(bundle: Path, path: Path, baseline: str, candidate: str, verd
     (bundle / "verdict.json").write_text(json.dumps(verdict.to_dict(), indent=2, default=str) + "\n")
 
 
-__all__ = ["VERDICTS", "Cancelled", "Verdict", "VerifyError", "VerifyOptions", "unified_diff", "verify", "write_evidence"]
+__all__ = [
+    "VERDICTS",
+    "Cancelled",
+    "Verdict",
+    "VerifyError",
+    "VerifyOptions",
+    "unified_diff",
+    "verify",
+    "write_evidence",
+]

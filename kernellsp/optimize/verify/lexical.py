@@ -207,8 +207,13 @@ def codegen_pragma(body: str) -> bool:
     return _CODEGEN_PRAGMA.match(body.strip()) is not None
 
 
-def directives(data: bytes, start: int, end: int, comments: list[tuple[int, int]], first_line: int = 0,
-               ) -> list[Directive]:  # fmt: skip
+def directives(
+    data: bytes,
+    start: int,
+    end: int,
+    comments: list[tuple[int, int]],
+    first_line: int = 0,
+) -> list[Directive]:
     """The directives of ``data[start:end]`` as the preprocessor sees them, ``comments`` being ranges in ``data``.
 
     Each comment becomes one space (translation phase 3), so ``int q; /*\\n*/ #define Y`` is one line
@@ -336,6 +341,9 @@ def pragma_operators(
         (m.group(1).decode("utf-8", errors="replace"), origin[m.start()]) for m in _PRAGMA_OP.finditer(text)
     ]
     seen = {off for _, off in found}
-    found += [("<not a string literal>", origin[m.start()]) for m in re.finditer(rb"\b_Pragma\b", text)
-              if origin[m.start()] not in seen]  # fmt: skip
+    found += [
+        ("<not a string literal>", origin[m.start()])
+        for m in re.finditer(rb"\b_Pragma\b", text)
+        if origin[m.start()] not in seen
+    ]
     return found

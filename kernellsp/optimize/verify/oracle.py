@@ -107,8 +107,10 @@ class OracleSource:
         return "; ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"promoted": [f"{p.function}.{p.var} (line {p.line + 1})" for p in self.promoted],
-                "shadowed": [s.buffer for s in self.shadowed]}  # fmt: skip
+        return {
+            "promoted": [f"{p.function}.{p.var} (line {p.line + 1})" for p in self.promoted],
+            "shadowed": [s.buffer for s in self.shadowed],
+        }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -175,7 +177,11 @@ def _local_promotions(ir: KernelIR) -> list[tuple[Edit | None, Promotion]]:
         tnode = var.decl.child_by_field_name("type")
         ctype = ir.text(tnode)
         # `float acc = 0, scale = 2;` would turn scale into a double too: all declarators must be accumulators.
-        if tnode is None or ctype not in PROMOTABLE_CTYPES or not set(_declarator_names(ir, var.decl)) <= targets:
+        if (
+            tnode is None
+            or ctype not in PROMOTABLE_CTYPES
+            or not set(_declarator_names(ir, var.decl)) <= targets
+        ):
             continue
         promotion = Promotion(ir.name, name, ctype, var.decl.start_point[0])
         if tnode.start_byte in done:  # `float a = 0, b = 0;`: one edit of the shared type
@@ -205,7 +211,13 @@ def _shadowable_atomics(ir: KernelIR, plan: HarnessPlan) -> dict[str, list[Atomi
     for name, calls in by_buffer.items():
         p = ir.param(name)
         arg = next((a for a in plan.args if a.name == name), None)
-        if p is None or p.ctype != "float" or arg is None or arg.dtype != "f32" or arg.dir not in ("out", "inout"):
+        if (
+            p is None
+            or p.ctype != "float"
+            or arg is None
+            or arg.dtype != "f32"
+            or arg.dir not in ("out", "inout")
+        ):
             continue
         if _capacity(plan, name) > MAX_SHADOW_ELEMENTS or not _only_atomic_addresses(ir, name, calls):
             continue
@@ -238,8 +250,9 @@ def _call_args(ir: KernelIR, call: tree_sitter.Node) -> list[tree_sitter.Node]:
     return [c for c in args.named_children if c.type != "comment"] if args is not None else []
 
 
-def _wrap_entry(ir: KernelIR, atomics: dict[str, list[Atomic]], edits: list[Edit],
-                plan: HarnessPlan) -> tuple[list[Edit], list[ShadowedOutput]]:  # fmt: skip
+def _wrap_entry(
+    ir: KernelIR, atomics: dict[str, list[Atomic]], edits: list[Edit], plan: HarnessPlan
+) -> tuple[list[Edit], list[ShadowedOutput]]:
     """The entry's body moves into ``kl_oracle_body_ENTRY`` (its atomics redirected to the shadows); the
     kernel keeps its signature and calls the body, then the last-block step."""
     body = ir.body
@@ -248,22 +261,37 @@ def _wrap_entry(ir: KernelIR, atomics: dict[str, list[Atomic]], edits: list[Edit
     for name, calls in atomics.items():
         for at in calls:
             addr, value = _call_args(ir, at.node)
-            inner.append((at.node.start_byte, at.node.end_byte,
-                          f"{_PREFIX}add_{name}({_PREFIX}base_{name}, ({ir.text(addr)}), (double)({ir.text(value)}))"))  # fmt: skip
-    body_text = _apply(ir.data[body.start_byte : body.end_byte], [(s - body.start_byte, e - body.start_byte, r)
-                                                                   for s, e, r in inner]).decode()  # fmt: skip
-    shadowed = [ShadowedOutput(n, _capacity(plan, n), tuple(at.node.start_point[0] for at in c))
-                for n, c in atomics.items()]  # fmt: skip
+            inner.append(
+                (
+                    at.node.start_byte,
+                    at.node.end_byte,
+                    f"{_PREFIX}add_{name}({_PREFIX}base_{name}, ({ir.text(addr)}), (double)({ir.text(value)}))",
+                )
+            )
+    body_text = _apply(
+        ir.data[body.start_byte : body.end_byte],
+        [(s - body.start_byte, e - body.start_byte, r) for s, e, r in inner],
+    ).decode()
+    shadowed = [
+        ShadowedOutput(n, _capacity(plan, n), tuple(at.node.start_point[0] for at in c))
+        for n, c in atomics.items()
+    ]
     params = _param_list(ir)
     bases = ", ".join(f"float* {_PREFIX}base_{s.buffer}" for s in shadowed)
     names = ", ".join(p.name for p in ir.params)
-    prelude = "\n".join([_shadow_code(s) for s in shadowed] + [
-        _finish_code(ir.name, shadowed),
-        f"__device__ void {_PREFIX}body_{ir.name}({bases}, {params})\n{body_text}\n\n"])  # fmt: skip
+    prelude = "\n".join(
+        [_shadow_code(s) for s in shadowed]
+        + [
+            _finish_code(ir.name, shadowed),
+            f"__device__ void {_PREFIX}body_{ir.name}({bases}, {params})\n{body_text}\n\n",
+        ]
+    )
     start = ir.fn.outer_span.start_byte if ir.fn.outer_span is not None else ir.fn.span.start_byte
     call_bases = ", ".join(s.buffer for s in shadowed)
-    wrapper = (f"{{\n    {_PREFIX}body_{ir.name}({call_bases}, {names});\n"
-               f"    {_PREFIX}finish_{ir.name}({call_bases});\n}}")  # fmt: skip
+    wrapper = (
+        f"{{\n    {_PREFIX}body_{ir.name}({call_bases}, {names});\n"
+        f"    {_PREFIX}finish_{ir.name}({call_bases});\n}}"
+    )
     outer += [(start, start, prelude), (body.start_byte, body.end_byte, wrapper)]
     return outer, shadowed
 
@@ -300,13 +328,16 @@ def _finish_code(entry: str, shadowed: list[ShadowedOutput]) -> str:
     """The last block to finish rounds every touched shadow into its float output once, and clears it."""
     done = f"{_PREFIX}blocks_done_{entry}"
     params = ", ".join(f"float* {_PREFIX}out_{s.buffer}" for s in shadowed)
-    loops = "\n".join(f"""    for (long long kl_k = kl_t; kl_k < {s.capacity}LL; kl_k += kl_nt) {{
+    loops = "\n".join(
+        f"""    for (long long kl_k = kl_t; kl_k < {s.capacity}LL; kl_k += kl_nt) {{
         if (atomicExch(&{_PREFIX}touched_{s.buffer}[kl_k], 0u) != 0u) {{
             const double kl_sum = __longlong_as_double((long long)atomicExch(
                 (unsigned long long*)&{_PREFIX}shadow_{s.buffer}[kl_k], 0ull));
             {_PREFIX}out_{s.buffer}[kl_k] = (float)((double){_PREFIX}out_{s.buffer}[kl_k] + kl_sum);
         }}
-    }}""" for s in shadowed)  # fmt: skip
+    }}"""
+        for s in shadowed
+    )
     return f"""__device__ unsigned long long {done};
 __device__ void {_PREFIX}finish_{entry}({params}) {{
     __shared__ unsigned int kl_last;
@@ -355,15 +386,25 @@ class Judgement:
         if self.mismatch is not None:
             return f"against the higher-precision oracle too: {self.mismatch.describe()}"
         if not self.rescued:
-            return (f"against the higher-precision oracle its norm-relative error is {self.candidate_error:.3g}, "
-                    f"above {self.allowed_error:.3g} ({ORACLE_FACTOR:g}x the baseline's {self.baseline_error:.3g}): "
-                    "less accurate than the baseline")  # fmt: skip
-        return (f"rescued by the higher-precision oracle: error {self.candidate_error:.3g} against the baseline's "
-                f"{self.baseline_error:.3g}")  # fmt: skip
+            return (
+                f"against the higher-precision oracle its norm-relative error is {self.candidate_error:.3g}, "
+                f"above {self.allowed_error:.3g} ({ORACLE_FACTOR:g}x the baseline's {self.baseline_error:.3g}): "
+                "less accurate than the baseline"
+            )
+        return (
+            f"rescued by the higher-precision oracle: error {self.candidate_error:.3g} against the baseline's "
+            f"{self.baseline_error:.3g}"
+        )
 
 
-def judge(dtype: str, candidate: bytes, baseline: bytes, oracle: bytes, tol: compare.Tolerance,
-          factor: float = ORACLE_FACTOR) -> Judgement:  # fmt: skip
+def judge(
+    dtype: str,
+    candidate: bytes,
+    baseline: bytes,
+    oracle: bytes,
+    tol: compare.Tolerance,
+    factor: float = ORACLE_FACTOR,
+) -> Judgement:
     """The acceptance rule of the module docstring, on raw output bytes of one buffer and input set."""
     base_err = compare.norm_rel_error(dtype, baseline, oracle)
     cand_err = compare.norm_rel_error(dtype, candidate, oracle)
@@ -380,8 +421,12 @@ class OracleRuns:
     """The oracle binary of one verification: ``build`` runs at most once (on the first mismatch that asks)
     and ``run(shape, sets)`` gives its check-mode result (None when it failed); results are cached."""
 
-    def __init__(self, source: OracleSource, build: Callable[[], str | None],
-                 run: Callable[[int, list[str]], tuple[HarnessResult | None, str | None]]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        source: OracleSource,
+        build: Callable[[], str | None],
+        run: Callable[[int, list[str]], tuple[HarnessResult | None, str | None]],
+    ) -> None:
         self.source = source
         self._build = build
         self._run = run

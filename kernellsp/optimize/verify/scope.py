@@ -52,8 +52,14 @@ ALLOWED_FLAGS = re.compile(
 #: headers that declare device-side facilities a rewrite needs (block-wide primitives, cooperative
 #: groups, async copies, half/bfloat16 types, tensor-core fragments). They only add declarations in
 #: their own names; nothing that the baseline's host code or the harness already uses changes meaning.
-ALLOWED_INCLUDES = ("<cub/cub.cuh>", "<cooperative_groups.h>", "<cuda_pipeline.h>", "<cuda_fp16.h>",
-                    "<cuda_bf16.h>", "<mma.h>")  # fmt: skip
+ALLOWED_INCLUDES = (
+    "<cub/cub.cuh>",
+    "<cooperative_groups.h>",
+    "<cuda_pipeline.h>",
+    "<cuda_fp16.h>",
+    "<cuda_bf16.h>",
+    "<mma.h>",
+)
 _QUALIFIERS = re.compile(r"\b(const|__restrict__|__restrict|restrict)\b|__launch_bounds__\s*\([^)]*\)")
 
 
@@ -77,7 +83,9 @@ def _normalise_signature(fn: Function) -> tuple[str, tuple[tuple[str, str, bool]
     return fn.name, params
 
 
-def _editable_spans(model: SourceModel, targets: set[str], entry: str | None = None) -> list[tuple[int, int, str]]:
+def _editable_spans(
+    model: SourceModel, targets: set[str], entry: str | None = None
+) -> list[tuple[int, int, str]]:
     """Byte ranges (start, end, label) that may differ: target kernels, device helpers, target specs."""
     spans: list[tuple[int, int, str]] = []
     for fn in model.functions:
@@ -114,7 +122,9 @@ class _Lex:
     def of(cls, model: SourceModel) -> _Lex:
         data = model.text.encode("utf-8", errors="replace")
         comments = lexical.comment_ranges(data)
-        return cls(data, comments, set(comments), [(b.span.start_byte, b.span.end_byte) for b in model.spec_blocks])
+        return cls(
+            data, comments, set(comments), [(b.span.start_byte, b.span.end_byte) for b in model.spec_blocks]
+        )
 
     def macro_body(self, start: int, end: int) -> str:
         """A macro's replacement text (the parser keeps a ``//`` comment in it): comments and the blanks around
@@ -147,7 +157,9 @@ class _Region:
     @property
     def frozen(self) -> bool:
         """Its directives change what later code sees, so they stay as written (and where they are)."""
-        return any(not d.conditional for d in self.directives) or not lexical.conditionals_balance(self.directives)
+        return any(not d.conditional for d in self.directives) or not lexical.conditionals_balance(
+            self.directives
+        )
 
 
 def _regions(model: SourceModel, targets: set[str], lex: _Lex) -> list[_Region]:
@@ -179,9 +191,14 @@ def _leaves(model: SourceModel) -> list[Node]:
     return found
 
 
-def _skeleton(model: SourceModel, targets: set[str], lex: _Lex, entry: str | None = None,
-              cut: list[tuple[int, int]] | None = None, frozen: list[_Region] | None = None,
-              ) -> tuple[list[str], list[int]]:  # fmt: skip
+def _skeleton(
+    model: SourceModel,
+    targets: set[str],
+    lex: _Lex,
+    entry: str | None = None,
+    cut: list[tuple[int, int]] | None = None,
+    frozen: list[_Region] | None = None,
+) -> tuple[list[str], list[int]]:
     """The file outside its editable regions as tokens, with the 0-based line of each.
 
     Tokens are the parse tree's leaves, so whitespace and comments (confirmed ones, spec blocks
@@ -222,7 +239,10 @@ def _skeleton(model: SourceModel, targets: set[str], lex: _Lex, entry: str | Non
         lines.append(line)
 
     for leaf in _leaves(model):
-        k = next((i for i, (s, e, _) in enumerate(spans) if s <= leaf.start_byte and leaf.end_byte <= e and s < e), None)
+        k = next(
+            (i for i, (s, e, _) in enumerate(spans) if s <= leaf.start_byte and leaf.end_byte <= e and s < e),
+            None,
+        )
         if k is not None:
             s, e, label = spans[k]
             if k not in done_spans:
@@ -231,8 +251,10 @@ def _skeleton(model: SourceModel, targets: set[str], lex: _Lex, entry: str | Non
                 if label != "device":
                     emit(f"\x00{label}\x00", leaf.start_point[0])
                 for r in sorted((r for st, r in frozen_at.items() if s <= st < e), key=lambda r: r.start):
-                    emit(f"\x00directives of {r.label}: " + " | ".join(d.text for d in r.directives) + "\x00",
-                         leaf.start_point[0])
+                    emit(
+                        f"\x00directives of {r.label}: " + " | ".join(d.text for d in r.directives) + "\x00",
+                        leaf.start_point[0],
+                    )
                 if pending != "\n":
                     pending = " "
             prev_end = max(prev_end, e)
@@ -261,7 +283,7 @@ def _first_difference(a: list[str], b: list[str], b_lines: list[int]) -> int | N
             return next((ln for ln in b_lines[i:] if ln >= 0), None)
     if len(a) == len(b):
         return None
-    return next((ln for ln in b_lines[len(a):] if ln >= 0), b_lines[-1] if b_lines else None)
+    return next((ln for ln in b_lines[len(a) :] if ln >= 0), b_lines[-1] if b_lines else None)
 
 
 def _include_nodes(model: SourceModel) -> list[Node]:
@@ -286,11 +308,17 @@ def _include_text(node: Node, data: bytes) -> tuple[str, Node | None]:
 
 
 #: What may precede an added #include at file scope: the file's header zone.
-_HEADER_ZONE = frozenset({"comment", "preproc_include", "preproc_def", "preproc_function_def", "preproc_call"})
+_HEADER_ZONE = frozenset(
+    {"comment", "preproc_include", "preproc_def", "preproc_function_def", "preproc_call"}
+)
 
 
-def _added_includes(bm: SourceModel, cm: SourceModel, targets: set[str], entry: str | None,
-                    ) -> tuple[ScopeResult | None, list[tuple[int, int]]]:  # fmt: skip
+def _added_includes(
+    bm: SourceModel,
+    cm: SourceModel,
+    targets: set[str],
+    entry: str | None,
+) -> tuple[ScopeResult | None, list[tuple[int, int]]]:
     """Check the ``#include`` lines the candidate adds outside its editable regions.
 
     Returns the first violation, or the byte ranges of the permitted new includes (to leave out of the
@@ -316,32 +344,42 @@ def _added_includes(bm: SourceModel, cm: SourceModel, targets: set[str], entry: 
             return ScopeResult.violation(
                 f"the candidate adds an #include through a macro ({text!r} at line {line + 1}): only allow-listed "
                 f"CUDA toolkit headers may be added, spelled out, at the top among the file's #includes ({allowed})",
-                line), []  # fmt: skip
+                line,
+            ), []
         if path.type == "string_literal":
             return ScopeResult.violation(
                 f"the candidate adds a quoted include ({text!r} at line {line + 1}): local files may not be added; only "
                 f"allow-listed CUDA toolkit headers in angle brackets may, at the top among the file's #includes "
-                f"({allowed})", line), []  # fmt: skip
+                f"({allowed})",
+                line,
+            ), []
         header = text[len("#include ") :]
         if header not in ALLOWED_INCLUDES:
             return ScopeResult.violation(
                 f"the candidate adds {text!r} (line {line + 1}), which is not among the headers a rewrite may add to "
-                f"the file's #includes: {allowed}", line), []  # fmt: skip
-        if any(_include_text(n, cdata)[0] == text for n in _include_nodes(cm) if n.start_byte < node.start_byte):
+                f"the file's #includes: {allowed}",
+                line,
+            ), []
+        if any(
+            _include_text(n, cdata)[0] == text for n in _include_nodes(cm) if n.start_byte < node.start_byte
+        ):
             return ScopeResult.violation(f"the candidate includes {header} twice (line {line + 1})", line), []
         parent = node.parent
         if parent is None or parent.type != "translation_unit":
             return ScopeResult.violation(
                 f"the candidate adds {text!r} inside {parent.type if parent else 'a block'} (line {line + 1}): an "
                 "allow-listed header may be added only at file scope, at the top among or right after the file's "
-                "#includes", line), []  # fmt: skip
+                "#includes",
+                line,
+            ), []
         before = [c for c in parent.named_children if c.start_byte < node.start_byte]
         code = next((c for c in before if c.type not in _HEADER_ZONE), None)
         if code is not None:
             return ScopeResult.violation(
                 f"the candidate adds {text!r} at line {line + 1}, after code (line {code.start_point[0] + 1}): an "
                 "allow-listed header may be added only at the top of the file, among or right after its #includes",
-                line), []  # fmt: skip
+                line,
+            ), []
         cut.append((node.start_byte, node.end_byte))
     return None, cut
 
@@ -358,22 +396,31 @@ def _directive_violation(bregions: list[_Region], cregions: list[_Region]) -> Sc
             if pool[d.text] > 0:
                 pool[d.text] -= 1
                 continue
-            what = "new in this function" if r.label.startswith("kernel:") else "new among the __device__ helpers"
+            what = (
+                "new in this function"
+                if r.label.startswith("kernel:")
+                else "new among the __device__ helpers"
+            )
             return ScopeResult.violation(
                 f"preprocessor directive {d.text[:80]!r} inside an editable region ({r.label}) is {what}: only "
                 "#pragma unroll / diagnostics pragmas may be added; a directive the baseline has there may be kept, "
-                "moved within it or deleted, not added or changed", d.line)  # fmt: skip
+                "moved within it or deleted, not added or changed",
+                d.line,
+            )
     for r in cregions:
         if not lexical.conditionals_balance(r.directives) and r.label not in balanced_base:
             line = r.directives[-1].line if r.directives else None
             return ScopeResult.violation(
                 f"the preprocessor conditionals in {r.label} ({r.name}) do not balance: an #if/#ifdef must end with "
-                "its #endif inside the same function, or it would decide which host code compiles", line)  # fmt: skip
+                "its #endif inside the same function, or it would decide which host code compiles",
+                line,
+            )
     return None
 
 
-def _pragma_operator_violation(model: SourceModel, regions: list[_Region], lex: _Lex,
-                               base_ops: Counter[str]) -> ScopeResult | None:  # fmt: skip
+def _pragma_operator_violation(
+    model: SourceModel, regions: list[_Region], lex: _Lex, base_ops: Counter[str]
+) -> ScopeResult | None:
     """``_Pragma("...")`` in an editable function: like ``#pragma``, only code-generation pragmas are new-able."""
     for r in regions:
         for text, off in lexical.pragma_operators(lex.data, r.start, r.end, lex.comments):
@@ -382,12 +429,17 @@ def _pragma_operator_violation(model: SourceModel, regions: list[_Region], lex: 
             line = lex.data[:off].count(b"\n")
             return ScopeResult.violation(
                 f"_Pragma({text[:60]!r}) inside an editable region ({r.label}): only unroll / diagnostics pragmas may "
-                "be added (push_macro, pop_macro, redefine_extname and the like change what later code sees)", line)  # fmt: skip
+                "be added (push_macro, pop_macro, redefine_extname and the like change what later code sees)",
+                line,
+            )
     return None
 
 
-def _editable_nodes(model: SourceModel, targets: set[str], pick: Callable[[Node, bytes], str | None],
-                    ) -> list[tuple[str, str, int]]:  # fmt: skip
+def _editable_nodes(
+    model: SourceModel,
+    targets: set[str],
+    pick: Callable[[Node, bytes], str | None],
+) -> list[tuple[str, str, int]]:
     """``(text, region label, line)`` of each syntax node inside an editable region that ``pick`` names (returns
     its text for); a picked node's children are not searched further."""
     found: list[tuple[str, str, int]] = []
@@ -422,8 +474,12 @@ def _persistent_locals(model: SourceModel, targets: set[str]) -> list[tuple[str,
         if node.type != "declaration":
             return None
         kids = node.children
-        storage = [c for c in kids if c.type == "storage_class_specifier"
-                   and data[c.start_byte : c.end_byte] in (b"static", b"extern")]  # fmt: skip
+        storage = [
+            c
+            for c in kids
+            if c.type == "storage_class_specifier"
+            and data[c.start_byte : c.end_byte] in (b"static", b"extern")
+        ]
         if not storage or any(data[c.start_byte : c.end_byte] == b"__shared__" for c in kids):
             return None
         return " ".join(data[node.start_byte : node.end_byte].decode("utf-8", errors="replace").split())[:80]
@@ -431,8 +487,13 @@ def _persistent_locals(model: SourceModel, targets: set[str]) -> list[tuple[str,
     return _editable_nodes(model, targets, persistent)
 
 
-def check_scope(baseline: str, candidate: str, targets: list[str] | set[str], path: str = "<candidate>",
-                entry: str | None = None) -> ScopeResult:  # fmt: skip
+def check_scope(
+    baseline: str,
+    candidate: str,
+    targets: list[str] | set[str],
+    path: str = "<candidate>",
+    entry: str | None = None,
+) -> ScopeResult:
     """Is ``candidate`` a permitted edit of ``baseline`` for the ``targets`` kernels?
 
     ``entry`` names the spec'd entry when it is not itself a target (a host launcher): its spec's
@@ -443,8 +504,9 @@ def check_scope(baseline: str, candidate: str, targets: list[str] | set[str], pa
     cm = parse_source(candidate, path)
     if cm.syntax_errors and not bm.syntax_errors:
         e = cm.syntax_errors[0]
-        return ScopeResult.violation(f"the candidate does not parse (syntax error at line {e.start_line + 1})",
-                                     e.start_line)  # fmt: skip
+        return ScopeResult.violation(
+            f"the candidate does not parse (syntax error at line {e.start_line + 1})", e.start_line
+        )
     for name in tset:
         bf, cf = bm.function(name), cm.function(name)
         if bf is None:
@@ -452,13 +514,19 @@ def check_scope(baseline: str, candidate: str, targets: list[str] | set[str], pa
         if cf is None or not cf.has_body:
             return ScopeResult.violation(f"the candidate removed or renamed {name}")
         if bf.kind != cf.kind:
-            return ScopeResult.violation(f"the candidate changed {name} from {bf.kind} to {cf.kind}", cf.span.start_line)
+            return ScopeResult.violation(
+                f"the candidate changed {name} from {bf.kind} to {cf.kind}", cf.span.start_line
+            )
         if _normalise_signature(bf) != _normalise_signature(cf):
             return ScopeResult.violation(
                 f"the candidate changed the signature of {name} (names, types or order of parameters); only const, "
-                "__restrict__ and __launch_bounds__ may change", cf.span.start_line)  # fmt: skip
+                "__restrict__ and __launch_bounds__ may change",
+                cf.span.start_line,
+            )
         if (bf.template_params or "") != (cf.template_params or ""):
-            return ScopeResult.violation(f"the candidate changed the template parameters of {name}", cf.span.start_line)
+            return ScopeResult.violation(
+                f"the candidate changed the template parameters of {name}", cf.span.start_line
+            )
     blex, clex = _Lex.of(bm), _Lex.of(cm)
     bad, cut = _added_includes(bm, cm, tset, entry)
     if bad is not None:
@@ -467,7 +535,9 @@ def check_scope(baseline: str, candidate: str, targets: list[str] | set[str], pa
     bad = _directive_violation(bregions, cregions)
     if bad is not None:
         return bad
-    base_ops = Counter(t for r in bregions for t, _ in lexical.pragma_operators(blex.data, r.start, r.end, blex.comments))
+    base_ops = Counter(
+        t for r in bregions for t, _ in lexical.pragma_operators(blex.data, r.start, r.end, blex.comments)
+    )
     bad = _pragma_operator_violation(cm, cregions, clex, base_ops)
     if bad is not None:
         return bad
@@ -479,7 +549,9 @@ def check_scope(baseline: str, candidate: str, targets: list[str] | set[str], pa
         return ScopeResult.violation(
             "the candidate changes code outside the targeted kernels and their __device__ helpers "
             "(host code, includes, macros, other kernels or another spec; first difference at line "
-            f"{line + 1 if line is not None else '?'})", line)  # fmt: skip
+            f"{line + 1 if line is not None else '?'})",
+            line,
+        )
     # Directives that change what later code sees stay where they are, in order, as written.
     bfrozen = [r for r in bregions if r.frozen]
     cfrozen = [r for r in cregions if r.frozen]
@@ -491,7 +563,9 @@ def check_scope(baseline: str, candidate: str, targets: list[str] | set[str], pa
         return ScopeResult.violation(
             f"the candidate moves, reorders or deletes preprocessor directives in {', '.join(labels)} that the baseline "
             "has there: a function holding #define/#undef/#include (or a conditional that does not close inside it) "
-            "changes what the code after it sees, so its directives stay as written, in order", line)  # fmt: skip
+            "changes what the code after it sees, so its directives stay as written, in order",
+            line,
+        )
     known = {d for d, _, _ in _persistent_locals(bm, tset)}
     for decl, label, line in _persistent_locals(cm, tset):
         if decl in known:
@@ -499,7 +573,9 @@ def check_scope(baseline: str, candidate: str, targets: list[str] | set[str], pa
         return ScopeResult.violation(
             f"function-scope static/extern variable in an editable region ({label}): {decl!r}; it lives in global "
             "memory and persists across launches (a cache or first-launch flag). Use registers, __shared__ "
-            "or a non-static constexpr", line)  # fmt: skip
+            "or a non-static constexpr",
+            line,
+        )
     # Host-side functions must not have become device functions or vice versa (covered by the skeleton),
     # and a target kernel may not be turned into a host launcher (covered by kind). Now the specs.
     bcount = Counter(b.entry for b in specmod.specs_from_source(bm)[0])
@@ -507,7 +583,9 @@ def check_scope(baseline: str, candidate: str, targets: list[str] | set[str], pa
     for name in sorted(ccount):
         if ccount[name] > bcount[name]:
             # A second spec (e.g. in a comment inside a helper) would give the build other flags than the gate saw.
-            return ScopeResult.violation(f"the candidate adds a launch spec for {name}; edit the existing spec instead")
+            return ScopeResult.violation(
+                f"the candidate adds a launch spec for {name}; edit the existing spec instead"
+            )
     for name in tset | ({entry} if entry else set()):
         bspec = specmod.entry_spec(bm, name)
         if bspec is None:
@@ -529,24 +607,32 @@ def check_spec_change(base: specmod.KernelSpec, cand: specmod.KernelSpec) -> Sco
         if key in ("launch", "tunables", "flags"):
             continue
         if b[key] != c.get(key):
-            return ScopeResult.violation(f"the candidate changed spec field '{key}'; only launch, tunables order and "
-                                         "allow-listed flags may change")  # fmt: skip
+            return ScopeResult.violation(
+                f"the candidate changed spec field '{key}'; only launch, tunables order and "
+                "allow-listed flags may change"
+            )
     if set(b["tunables"]) != set(c["tunables"]) or any(
         sorted(map(str, b["tunables"][k])) != sorted(map(str, c["tunables"][k])) for k in b["tunables"]
     ):
-        return ScopeResult.violation("the candidate changed the tunables' names or values (only their order, "
-                                     "which picks the default, may change)")  # fmt: skip
+        return ScopeResult.violation(
+            "the candidate changed the tunables' names or values (only their order, "
+            "which picks the default, may change)"
+        )
     for f in set(cand.flags) - set(base.flags):
         if not ALLOWED_FLAGS.match(f):
-            return ScopeResult.violation(f"nvcc flag {f!r} is not allowed in a rewrite (allowed: -Xptxas=-O3, "
-                                         "--extra-device-vectorization, -maxrregcount=N)")  # fmt: skip
+            return ScopeResult.violation(
+                f"nvcc flag {f!r} is not allowed in a rewrite (allowed: -Xptxas=-O3, "
+                "--extra-device-vectorization, -maxrregcount=N)"
+            )
     # Removing a flag the file builds with (-DNAME, -std=..., --use_fast_math) changes macros or semantics
     # of host code and other kernels just as editing them would: only allow-listed flags may go.
     for f in sorted(set(base.flags) - set(cand.flags)):
         if not ALLOWED_FLAGS.match(f):
-            return ScopeResult.violation(f"the candidate removed nvcc flag {f!r}; only allow-listed flags "
-                                         "(-Xptxas=-O3, --extra-device-vectorization, -maxrregcount=N) may be "
-                                         "added or removed")  # fmt: skip
+            return ScopeResult.violation(
+                f"the candidate removed nvcc flag {f!r}; only allow-listed flags "
+                "(-Xptxas=-O3, --extra-device-vectorization, -maxrregcount=N) may be "
+                "added or removed"
+            )
     if cand.launch is None and base.launch is not None:
         return ScopeResult.violation("the candidate removed the launch configuration")
     return ScopeResult(True)

@@ -51,8 +51,11 @@ def _median(x: np.ndarray[Any, Any]) -> float:
 
 
 def paired_speedup(
-    baseline_rounds: list[list[float]], candidate_rounds: list[list[float]],
-    n_boot: int = 4000, confidence: float = 0.95, seed: int = 0,
+    baseline_rounds: list[list[float]],
+    candidate_rounds: list[list[float]],
+    n_boot: int = 4000,
+    confidence: float = 0.95,
+    seed: int = 0,
 ) -> SpeedupStats:
     """Speedup of candidate over baseline (>1 = faster) with a bootstrap confidence interval.
 
@@ -83,11 +86,17 @@ def paired_speedup(
     all_a, all_b = np.concatenate(a), np.concatenate(b)
     spread = lambda x: 100.0 * float(np.subtract(*np.quantile(x, [0.75, 0.25]))) / _median(x)  # noqa: E731
     return SpeedupStats(
-        speedup=point, ci_low=lo, ci_high=hi, confidence=confidence,
-        baseline_median_ms=_median(all_a), candidate_median_ms=_median(all_b), rounds=n,
+        speedup=point,
+        ci_low=lo,
+        ci_high=hi,
+        confidence=confidence,
+        baseline_median_ms=_median(all_a),
+        candidate_median_ms=_median(all_b),
+        rounds=n,
         reps_per_round=int(np.median([x.size for x in a])),
-        baseline_spread_pct=spread(all_a), candidate_spread_pct=spread(all_b),
-    )  # fmt: skip
+        baseline_spread_pct=spread(all_a),
+        candidate_spread_pct=spread(all_b),
+    )
 
 
 def accepts(stats: SpeedupStats, min_gain_pct: float) -> bool:
@@ -110,8 +119,9 @@ def decision(stats: SpeedupStats, min_gain_pct: float) -> str:
     return "continue"
 
 
-def scaled_reps(median_ms: float, reps: int, warmup: int, min_reps: int = 5,
-                budget_ms: float = 250.0) -> tuple[int, int]:  # fmt: skip
+def scaled_reps(
+    median_ms: float, reps: int, warmup: int, min_reps: int = 5, budget_ms: float = 250.0
+) -> tuple[int, int]:
     """Repetitions and warm-ups for the next rounds of a kernel that takes ``median_ms``.
 
     At most ``reps`` (the configured count, which short kernels keep: their cost is the process start),
@@ -124,8 +134,12 @@ def scaled_reps(median_ms: float, reps: int, warmup: int, min_reps: int = 5,
     return n, (min(warmup, 1) if median_ms >= 10.0 else warmup)
 
 
-def roofline_floor_ms(footprint_bytes: int | None, peak_bytes_per_s: float | None,
-                      flops: float | None = None, peak_flops: float | None = None) -> float | None:  # fmt: skip
+def roofline_floor_ms(
+    footprint_bytes: int | None,
+    peak_bytes_per_s: float | None,
+    flops: float | None = None,
+    peak_flops: float | None = None,
+) -> float | None:
     """The fastest a kernel can be: max(bytes / bandwidth, FLOPs / peak rate), in milliseconds."""
     times = []
     if footprint_bytes and peak_bytes_per_s:

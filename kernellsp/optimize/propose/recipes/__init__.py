@@ -40,7 +40,7 @@ __all__ = [
     "explain",
     "recipe",
     "recipes",
-]  # fmt: skip
+]
 
 _NOT_RECIPES = {"base", "proposer"}
 
@@ -142,9 +142,17 @@ class RecipeExplanation:
     params: dict[str, list[Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"recipe": self.recipe, "archetype": self.archetype, "rules": self.rules, "entry": self.entry,
-                "kernel": self.kernel, "matched": self.matched, "binding": self.binding, "reason": self.reason,
-                "params": self.params}  # fmt: skip
+        return {
+            "recipe": self.recipe,
+            "archetype": self.archetype,
+            "rules": self.rules,
+            "entry": self.entry,
+            "kernel": self.kernel,
+            "matched": self.matched,
+            "binding": self.binding,
+            "reason": self.reason,
+            "params": self.params,
+        }
 
 
 def explain(model: SourceModel, entry: str, spec: specmod.BoundSpec | None = None) -> list[RecipeExplanation]:
@@ -153,17 +161,33 @@ def explain(model: SourceModel, entry: str, spec: specmod.BoundSpec | None = Non
     out: list[RecipeExplanation] = []
     if not ctxs:
         fn = model.function(entry)
-        why = (f"{entry} is not defined in the file" if fn is None or not fn.has_body
-               else f"{entry} launches no kernel defined in this file")  # fmt: skip
+        why = (
+            f"{entry} is not defined in the file"
+            if fn is None or not fn.has_body
+            else f"{entry} launches no kernel defined in this file"
+        )
         for r in _load():
             out.append(RecipeExplanation(r.name, r.archetype, list(r.rules), entry, "", False, reason=why))
         return out
     for ctx, r in itertools.product(ctxs, _load()):
         got = r.match(ctx)
         if isinstance(got, Match):
-            out.append(RecipeExplanation(r.name, r.archetype, list(r.rules), entry, ctx.kernel.name, True,
-                                         binding=got.binding, params=r.params))  # fmt: skip
+            out.append(
+                RecipeExplanation(
+                    r.name,
+                    r.archetype,
+                    list(r.rules),
+                    entry,
+                    ctx.kernel.name,
+                    True,
+                    binding=got.binding,
+                    params=r.params,
+                )
+            )
         else:
-            out.append(RecipeExplanation(r.name, r.archetype, list(r.rules), entry, ctx.kernel.name, False,
-                                         reason=got.reason))  # fmt: skip
+            out.append(
+                RecipeExplanation(
+                    r.name, r.archetype, list(r.rules), entry, ctx.kernel.name, False, reason=got.reason
+                )
+            )
     return out

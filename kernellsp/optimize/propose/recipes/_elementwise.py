@@ -438,8 +438,20 @@ def _loop_form(
     if global_bound is None:
         return Decline("no bound on the element index (`i < n`) was found: the chunks may run past the data")
     chunk_text = chunk.c_text()
-    return _finish(ctx, "chunk", prelude, body, element, global_bound, gtext, lead=[lp.var], loop_var=lp.var,
-                   chunk=chunk, chunk_text=chunk_text, reduce=reduce)  # fmt: skip
+    return _finish(
+        ctx,
+        "chunk",
+        prelude,
+        body,
+        element,
+        global_bound,
+        gtext,
+        lead=[lp.var],
+        loop_var=lp.var,
+        chunk=chunk,
+        chunk_text=chunk_text,
+        reduce=reduce,
+    )
 
 
 def _while_form(
@@ -457,8 +469,18 @@ def _while_form(
     if exits:
         return Decline("an early exit before the grid-stride loop")
     body = [st for st in _stmts(lp.body) if not _is_update_of(ir, st, lp.var)]
-    return _finish(ctx, "grid-stride", prelude, body, v, b, _rhs_text(ir, lp.conds[0], v), lead=[lp.var],
-                   loop_var=lp.var, reduce=reduce)  # fmt: skip
+    return _finish(
+        ctx,
+        "grid-stride",
+        prelude,
+        body,
+        v,
+        b,
+        _rhs_text(ir, lp.conds[0], v),
+        lead=[lp.var],
+        loop_var=lp.var,
+        reduce=reduce,
+    )
 
 
 def _is_update_of(ir: KernelIR, st: Any, var: str) -> bool:
@@ -521,8 +543,13 @@ def _expand_min_bounds(ir: KernelIR, conds: list[Any]) -> list[Any]:
 def _min_call(ir: KernelIR, n: Any) -> list[Any] | None:
     while n.type in ("parenthesized_expression",):
         n = n.named_children[0]
-    if n.type != "call_expression" or ir.text(n.child_by_field_name("function")) not in ("min", "::min", "std::min",
-                                                                                          "umin", "llmin"):  # fmt: skip
+    if n.type != "call_expression" or ir.text(n.child_by_field_name("function")) not in (
+        "min",
+        "::min",
+        "std::min",
+        "umin",
+        "llmin",
+    ):
         return None
     args = n.child_by_field_name("arguments")
     kids = [c for c in args.named_children if c.type != "comment"] if args is not None else []
@@ -544,10 +571,22 @@ def _index_decl_in_loop(ir: KernelIR, s: Any, loop_var: str) -> bool:
     return ok
 
 
-def _finish(ctx: RecipeContext, form: Form, prelude: list[Any], body: list[Any], element: Poly, bound: Poly,
-            bound_text: str, lead: list[str], loop_var: str | None = None, chunk: Poly | None = None,
-            chunk_text: str | None = None, reduce: str = "", accumulators: frozenset[str] = frozenset(),
-            outside_writes: bool = False) -> ElementLoop | Decline:  # fmt: skip
+def _finish(
+    ctx: RecipeContext,
+    form: Form,
+    prelude: list[Any],
+    body: list[Any],
+    element: Poly,
+    bound: Poly,
+    bound_text: str,
+    lead: list[str],
+    loop_var: str | None = None,
+    chunk: Poly | None = None,
+    chunk_text: str | None = None,
+    reduce: str = "",
+    accumulators: frozenset[str] = frozenset(),
+    outside_writes: bool = False,
+) -> ElementLoop | Decline:
     ir = ctx.ir
     # Index declarations inside the body (`int idx = row * width + col;`) are redefined from the element index.
     body = [st for st in body if not _index_decl(ir, st) or _has_access(ir, st)]
@@ -580,12 +619,19 @@ def _finish(ctx: RecipeContext, form: Form, prelude: list[Any], body: list[Any],
             or len(lp.conds) != 1
             or _depends_on_locals(ir, lp.bound() or Poly())
         ):
-            return Decline("the element body loops a data-dependent number of times: its divergent compute, not "
-                           "the stream loads, bounds the kernel")  # fmt: skip
+            return Decline(
+                "the element body loops a data-dependent number of times: its divergent compute, not "
+                "the stream loads, bounds the kernel"
+            )
     if any(in_body(lp.node) for lp in ir.loops):
         inner = next(lp for lp in ir.loops if in_body(lp.node))
-        if any(a.space == "global" and in_body(a.node) and inner.node.start_byte <= a.node.start_byte < inner.node.end_byte
-               and a.kind != "load" for a in ir.accesses):  # fmt: skip
+        if any(
+            a.space == "global"
+            and in_body(a.node)
+            and inner.node.start_byte <= a.node.start_byte < inner.node.end_byte
+            and a.kind != "load"
+            for a in ir.accesses
+        ):
             return Decline("the element body writes memory inside a loop")
     lead_var = (
         "gid.x" if element.coeff("gid.x") == Poly.const(1) and form != "chunk" else (loop_var or "gid.x")
@@ -604,15 +650,21 @@ def _finish(ctx: RecipeContext, form: Form, prelude: list[Any], body: list[Any],
         if target is None or target.space != "global":
             return Decline(f"the atomic `{ir.text(at.node)}` does not target a global buffer")
         if target.index is None and reduce != "scatter":
-            return Decline(f"the atomic `{ir.text(at.node)}` updates a data-dependent address (a scatter: the "
-                           "histogram recipe's shape)")  # fmt: skip
+            return Decline(
+                f"the atomic `{ir.text(at.node)}` updates a data-dependent address (a scatter: the "
+                "histogram recipe's shape)"
+            )
         per_element = target.index is None or target.index.depends_on(THREAD_SYMBOLS | set(ir.locals))
         if reduce == "atomic" and per_element:
-            return Decline(f"the atomic `{ir.text(at.node)}` updates an address that differs per element (a scatter: "
-                           "the histogram recipe's shape)")  # fmt: skip
+            return Decline(
+                f"the atomic `{ir.text(at.node)}` updates an address that differs per element (a scatter: "
+                "the histogram recipe's shape)"
+            )
         if reduce == "scatter" and not per_element:
-            return Decline(f"the atomic `{ir.text(at.node)}` updates one address for all elements (a reduction: the "
-                           "reduce recipe's shape)")  # fmt: skip
+            return Decline(
+                f"the atomic `{ir.text(at.node)}` updates one address for all elements (a reduction: the "
+                "reduce recipe's shape)"
+            )
         if at.result_used:
             return Decline(
                 f"the value returned by `{ir.text(at.node)}` is used: the order of updates is observable"
@@ -630,8 +682,10 @@ def _finish(ctx: RecipeContext, form: Form, prelude: list[Any], body: list[Any],
         st = _stream_position(a.index, element, lead_var)
         if st is None:
             if a.kind != "load":
-                return Decline(f"{a.base}[{a.index_text}] is written at an index that is not the element's "
-                               f"(element {element.c_text()})")  # fmt: skip
+                return Decline(
+                    f"{a.base}[{a.index_text}] is written at an index that is not the element's "
+                    f"(element {element.c_text()})"
+                )
             other_reads.append(a)
             continue
         s, o = st
@@ -655,17 +709,25 @@ def _finish(ctx: RecipeContext, form: Form, prelude: list[Any], body: list[Any],
     lead_syms = {lead_var} | ({loop_var} if loop_var else set()) | THREAD_SYMBOLS
     for a in other_reads:
         if a.loops and any(in_body(lp.node) for lp in a.loops):
-            return Decline(f"each element reads {a.base} in a loop ({a.base}[{a.index_text}]): a per-element reduction "
-                           "(the matmul/matvec/row-reduction recipes' shape), not a map")  # fmt: skip
+            return Decline(
+                f"each element reads {a.base} in a loop ({a.base}[{a.index_text}]): a per-element reduction "
+                "(the matmul/matvec/row-reduction recipes' shape), not a map"
+            )
         if a.index is None:
-            return Decline(f"{a.base}[{a.index_text}] is a data-dependent gather: its random accesses, not the "
-                           "stream loads, bound the kernel")  # fmt: skip
+            return Decline(
+                f"{a.base}[{a.index_text}] is a data-dependent gather: its random accesses, not the "
+                "stream loads, bound the kernel"
+            )
         if a.index.depends_on(lead_syms) or _depends_on_locals(ir, a.index):
-            return Decline(f"{a.base}[{a.index_text}] reads a neighbour of the element (a stencil), not the "
-                           "element itself")  # fmt: skip
+            return Decline(
+                f"{a.base}[{a.index_text}] reads a neighbour of the element (a stencil), not the "
+                "element itself"
+            )
         if a.base in streams and streams[a.base].writes:
-            return Decline(f"{a.base} is written per element and also read at {a.index_text}: elements depend on "
-                           "each other")  # fmt: skip
+            return Decline(
+                f"{a.base} is written per element and also read at {a.index_text}: elements depend on "
+                "each other"
+            )
         if a.base in written:
             return Decline(
                 f"{a.base} is read at {a.index_text}, which is not the element's index, and written"
@@ -704,8 +766,10 @@ def _finish(ctx: RecipeContext, form: Form, prelude: list[Any], body: list[Any],
     used: set[str] = set()
     for stmt in body:
         for n in walk(stmt):
-            if any(n.start_byte >= a.node.start_byte and n.end_byte <= a.node.end_byte for a, _ in
-                   (x for s in streams.values() for x in s.accesses)):  # fmt: skip
+            if any(
+                n.start_byte >= a.node.start_byte and n.end_byte <= a.node.end_byte
+                for a, _ in (x for s in streams.values() for x in s.accesses)
+            ):
                 continue
             if n.type == "identifier":
                 used.add(ir.text(n))
@@ -755,8 +819,21 @@ def _finish(ctx: RecipeContext, form: Form, prelude: list[Any], body: list[Any],
                         return Decline(
                             f"the element body assigns {ir.text(tgt)}, which is declared outside it"
                         )
-    return ElementLoop(form, body, prelude, element, bound, bound_text, sorted(streams.values(), key=lambda s: _param_pos(ir, s.param)),
-                       redefine, replace, chunk, chunk_text, index_names, atomics)  # fmt: skip
+    return ElementLoop(
+        form,
+        body,
+        prelude,
+        element,
+        bound,
+        bound_text,
+        sorted(streams.values(), key=lambda s: _param_pos(ir, s.param)),
+        redefine,
+        replace,
+        chunk,
+        chunk_text,
+        index_names,
+        atomics,
+    )
 
 
 def _has_access(ir: KernelIR, node: Any) -> bool:
@@ -852,8 +929,9 @@ class Reduction:
     threads: tuple[str, str] | None = None
 
 
-def generate(ctx: RecipeContext, el: ElementLoop, params: dict[str, Any], what: str,
-             reduction: Reduction | None = None) -> Rewrite:  # fmt: skip
+def generate(
+    ctx: RecipeContext, el: ElementLoop, params: dict[str, Any], what: str, reduction: Reduction | None = None
+) -> Rewrite:
     """The rewritten kernel for an element loop (see the module docstring); ``what`` heads its comment."""
     ir = ctx.ir
     unroll = int(params.get("unroll", 1))
@@ -870,7 +948,13 @@ def generate(ctx: RecipeContext, el: ElementLoop, params: dict[str, Any], what: 
     for p in el.prelude:
         add(ir.text(p))
     one_d = _one_d(ctx)
-    spread = bool(params.get("spread")) and ctx.host_launched and one_d and reduction is None and el.form == "guard"
+    spread = (
+        bool(params.get("spread"))
+        and ctx.host_launched
+        and one_d
+        and reduction is None
+        and el.form == "guard"
+    )
     if spread:
         # The host's launch gives one thread per element and vectors need 1/E of them: every E-th block
         # works (E times as much), so working and idle blocks interleave on the SMs instead of the idle
@@ -885,11 +969,15 @@ def generate(ctx: RecipeContext, el: ElementLoop, params: dict[str, Any], what: 
         add("const long long kl_tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;")
         add("const long long kl_threads = static_cast<long long>(gridDim.x) * blockDim.x;")
     else:
-        add("const long long kl_threads = static_cast<long long>(gridDim.x) * gridDim.y * gridDim.z * blockDim.x * "
-            "blockDim.y * blockDim.z;")  # fmt: skip
-        add("const long long kl_tid = ((static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + "
+        add(
+            "const long long kl_threads = static_cast<long long>(gridDim.x) * gridDim.y * gridDim.z * blockDim.x * "
+            "blockDim.y * blockDim.z;"
+        )
+        add(
+            "const long long kl_tid = ((static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + "
             "blockIdx.x) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + "
-            "threadIdx.x;")  # fmt: skip
+            "threadIdx.x;"
+        )
     n_expr = _ll(el.bound)
     if el.form == "chunk" and el.chunk is not None:
         # Thread t of the original handled [t*C, (t+1)*C): together [0, threads*C) of the launch it ran with.
@@ -1105,7 +1193,9 @@ def launch_decline(ctx: RecipeContext, el: ElementLoop) -> Decline | None:
     if ctx.host_launched:
         return None
     if spec_expr(ctx, el.bound) is None:
-        return Decline(f"the bound {el.bound_text} is not given by the spec's sizes (scalar args with a value)")
+        return Decline(
+            f"the bound {el.bound_text} is not given by the spec's sizes (scalar args with a value)"
+        )
     try:
         check_coverage(ctx, el)
     except RecipeError as exc:

@@ -135,16 +135,20 @@ class GemmTile:
             return out
         lanes = (self.wm // self.thread_rows) * (self.wn // self.thread_cols)
         if lanes != 32:
-            out.append(f"warp tile {self.wm}x{self.wn} with {self.thread_rows}x{self.thread_cols} outputs per "
-                       f"thread needs {lanes} lanes, not 32")  # fmt: skip
+            out.append(
+                f"warp tile {self.wm}x{self.wn} with {self.thread_rows}x{self.thread_cols} outputs per "
+                f"thread needs {lanes} lanes, not 32"
+            )
         if self.bk % VEC:
             out.append(f"BK={self.bk} is not a multiple of 4")
         if self.threads > 1024:
             out.append(f"{self.threads} threads per block exceed 1024")
         for what, rows in (("A", self.bm), ("B", self.bn)):
             if (rows * self.bk // VEC) % self.threads:
-                out.append(f"the {what} slice ({rows}x{self.bk}) does not split into 16-byte loads evenly over "
-                           f"{self.threads} threads")  # fmt: skip
+                out.append(
+                    f"the {what} slice ({rows}x{self.bk}) does not split into 16-byte loads evenly over "
+                    f"{self.threads} threads"
+                )
         if self.smem_bytes(a_layout, b_layout) > 48 * 1024:
             out.append(f"{self.smem_bytes(a_layout, b_layout)} bytes of static shared memory exceed 48 KB")
         if self.group < 1:
@@ -220,8 +224,10 @@ def gemm_body(b: GemmBinding, t: GemmTile, tile_loop: bool = False) -> str:
     w(
         f"// kernellsp matmul recipe: {c_text}; A {b.a.layout}-major, B {b.b.layout}-major, C {b.c.layout}-major."
     )
-    w(f"// {t.bm}x{t.bn} block tile in {t.bk}-deep slices, {t.wm}x{t.wn} warp tiles, "
-      f"{t.thread_rows}x{t.thread_cols} outputs per thread in registers,")  # fmt: skip
+    w(
+        f"// {t.bm}x{t.bn} block tile in {t.bk}-deep slices, {t.wm}x{t.wn} warp tiles, "
+        f"{t.thread_rows}x{t.thread_cols} outputs per thread in registers,"
+    )
     feed = (
         "two shared-memory stages with register prefetch" if t.stages == 0 else f"{t.stages} cp.async stages"
     )
@@ -279,8 +285,10 @@ def gemm_body(b: GemmBinding, t: GemmTile, tile_loop: bool = False) -> str:
     w(f"{_c_ptr_type(b)} {P}{c_t} = {b.c.name}" + "".join(f" + {p}" for p in parts) + ";")
     # 16-byte accesses need a 16-byte aligned base and a leading dimension that keeps rows aligned.
     for tag in (a_t, b_t, c_t):
-        w(f"const bool {P}vec{tag} = ((reinterpret_cast<unsigned long long>({P}{tag}) & 15ull) == 0) && "
-          f"({P}ld{tag} % 4 == 0);")  # fmt: skip
+        w(
+            f"const bool {P}vec{tag} = ((reinterpret_cast<unsigned long long>({P}{tag}) & 15ull) == 0) && "
+            f"({P}ld{tag} % 4 == 0);"
+        )
     # Accumulators.
     rm, rn = t.thread_rows, t.thread_cols
     w(f"float {P}acc[{rm}][{rn}];")
@@ -387,16 +395,20 @@ def _emit_compute(w: _W, t: GemmTile, stage: str) -> None:
     w(
         f"const float4 {P}v = *reinterpret_cast<const float4*>(&{P}As[{stage}][{P}kk][{P}wm0 + {P}i * {P}WSUBM + {P}tm]);"
     )
-    w(f"{P}fa[{P}i * 4 + 0] = {P}v.x; {P}fa[{P}i * 4 + 1] = {P}v.y; {P}fa[{P}i * 4 + 2] = {P}v.z; "
-      f"{P}fa[{P}i * 4 + 3] = {P}v.w;")  # fmt: skip
+    w(
+        f"{P}fa[{P}i * 4 + 0] = {P}v.x; {P}fa[{P}i * 4 + 1] = {P}v.y; {P}fa[{P}i * 4 + 2] = {P}v.z; "
+        f"{P}fa[{P}i * 4 + 3] = {P}v.w;"
+    )
     w.close()
     w("#pragma unroll")
     w.open(f"for (int {P}j = 0; {P}j < {P}WNITER; ++{P}j)")
     w(
         f"const float4 {P}v = *reinterpret_cast<const float4*>(&{P}Bs[{stage}][{P}kk][{P}wn0 + {P}j * {P}WSUBN + {P}tn]);"
     )
-    w(f"{P}fb[{P}j * 4 + 0] = {P}v.x; {P}fb[{P}j * 4 + 1] = {P}v.y; {P}fb[{P}j * 4 + 2] = {P}v.z; "
-      f"{P}fb[{P}j * 4 + 3] = {P}v.w;")  # fmt: skip
+    w(
+        f"{P}fb[{P}j * 4 + 0] = {P}v.x; {P}fb[{P}j * 4 + 1] = {P}v.y; {P}fb[{P}j * 4 + 2] = {P}v.z; "
+        f"{P}fb[{P}j * 4 + 3] = {P}v.w;"
+    )
     w.close()
     w("#pragma unroll")
     w.open(f"for (int {P}r = 0; {P}r < {rm}; ++{P}r)")
@@ -422,10 +434,14 @@ def _emit_async(w: _W, which: str, op: Operand, tag: str, t: GemmTile, k0: str, 
     arr = f"{P}As" if which == "A" else f"{P}Bs"
     ld = f"{P}ld{tag}"
     ptr = f"{P}{tag}"
-    cp4 = ('asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\\n" :: '
-           '"r"((unsigned)__cvta_generic_to_shared({dst})), "l"({src}), "r"({n}));')  # fmt: skip
-    cp16 = ('asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\\n" :: '
-            '"r"((unsigned)__cvta_generic_to_shared({dst})), "l"({src}), "r"({n}));')  # fmt: skip
+    cp4 = (
+        'asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\\n" :: '
+        '"r"((unsigned)__cvta_generic_to_shared({dst})), "l"({src}), "r"({n}));'
+    )
+    cp16 = (
+        'asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\\n" :: '
+        '"r"((unsigned)__cvta_generic_to_shared({dst})), "l"({src}), "r"({n}));'
+    )
     w("#pragma unroll")
     if along_k:
         per = rows * t.bk // nt
@@ -484,8 +500,10 @@ def _emit_load(w: _W, which: str, op: Operand, tag: str, t: GemmTile, per: int, 
         w(f"const int {P}o = {P}v / ({P}BK / 4), {P}kq = ({P}v % ({P}BK / 4)) * 4;")
         w(f"const int {P}go = {outer0} + {P}o, {P}gk = {k0} + {P}kq;")
         w(f"const float* {P}p = {ptr} + (long long){P}go * {ld} + {P}gk;")
-        w(f"if ({P}vec{tag} && {P}go < {outer_n} && {P}gk + 3 < {P}K) {P}r{tag.lower()}[{P}l] = "
-          f"*reinterpret_cast<const float4*>({P}p);")  # fmt: skip
+        w(
+            f"if ({P}vec{tag} && {P}go < {outer_n} && {P}gk + 3 < {P}K) {P}r{tag.lower()}[{P}l] = "
+            f"*reinterpret_cast<const float4*>({P}p);"
+        )
         w.open("else")
         w(f"const bool {P}in = {P}go < {outer_n};")
         comps = "xyzw"
@@ -496,8 +514,10 @@ def _emit_load(w: _W, which: str, op: Operand, tag: str, t: GemmTile, per: int, 
         w(f"const int {P}kq = {P}v / ({rows} / 4), {P}o = ({P}v % ({rows} / 4)) * 4;")
         w(f"const int {P}go = {outer0} + {P}o, {P}gk = {k0} + {P}kq;")
         w(f"const float* {P}p = {ptr} + (long long){P}gk * {ld} + {P}go;")
-        w(f"if ({P}vec{tag} && {P}gk < {P}K && {P}go + 3 < {outer_n}) {P}r{tag.lower()}[{P}l] = "
-          f"*reinterpret_cast<const float4*>({P}p);")  # fmt: skip
+        w(
+            f"if ({P}vec{tag} && {P}gk < {P}K && {P}go + 3 < {outer_n}) {P}r{tag.lower()}[{P}l] = "
+            f"*reinterpret_cast<const float4*>({P}p);"
+        )
         w.open("else")
         w(f"const bool {P}in = {P}gk < {P}K;")
         comps = "xyzw"
@@ -697,8 +717,14 @@ def gemv_body(b: GemvBinding, t: GemvTile) -> str:
         zb = None
 
     def based(name: str, offset: str, bstride: str, const: bool) -> None:
-        parts = [p for p in ((_expr(offset) if offset != "0" else ""),
-                             (zb + _expr(bstride)) if zb and bstride != "0" else "") if p]  # fmt: skip
+        parts = [
+            p
+            for p in (
+                (_expr(offset) if offset != "0" else ""),
+                (zb + _expr(bstride)) if zb and bstride != "0" else "",
+            )
+            if p
+        ]
         q = "const float*" if const else "float*"
         w(
             f"{q} {P}{name} = {getattr(b, name) if name != 'a' else b.a.name}"
@@ -724,10 +750,14 @@ def _gemv_rows(w: _W, b: GemvBinding, t: GemvTile) -> None:
     w("// kernellsp matvec recipe (row-major A): one warp per output row, 16-byte loads of the row and of x,")
     w(f"// {t.unroll} loads in flight per lane, a shuffle reduction, the user's epilogue on lane 0.")
     w(f"const int {P}lane = threadIdx.x % 32;")
-    w(f"const bool {P}vec = ((reinterpret_cast<unsigned long long>({P}a) & 15ull) == 0) && ({P}lda % 4 == 0) && "
-      f"((reinterpret_cast<unsigned long long>({P}x) & 15ull) == 0) && ({P}xs == 1);")  # fmt: skip
-    w.open(f"for (int {P}row = (int)(blockIdx.x * {t.warps} + threadIdx.x / 32); {P}row < {P}M; "
-           f"{P}row += (int)gridDim.x * {t.warps})")  # fmt: skip
+    w(
+        f"const bool {P}vec = ((reinterpret_cast<unsigned long long>({P}a) & 15ull) == 0) && ({P}lda % 4 == 0) && "
+        f"((reinterpret_cast<unsigned long long>({P}x) & 15ull) == 0) && ({P}xs == 1);"
+    )
+    w.open(
+        f"for (int {P}row = (int)(blockIdx.x * {t.warps} + threadIdx.x / 32); {P}row < {P}M; "
+        f"{P}row += (int)gridDim.x * {t.warps})"
+    )
     w(f"const float* {P}ar = {P}a + (long long){P}row * {P}lda;")
     w(f"float {P}s = 0.0f;")
     w.open(f"if ({P}vec)")
@@ -739,14 +769,20 @@ def _gemv_rows(w: _W, b: GemvBinding, t: GemvTile) -> None:
     w.open("")
     w(f"float4 {P}va[{t.unroll}], {P}vx[{t.unroll}];")
     w("#pragma unroll")
-    w(f"for (int {P}u = 0; {P}u < {t.unroll}; ++{P}u) {{ {P}va[{P}u] = __ldg({P}a4 + {P}q + {P}u * 32); "
-      f"{P}vx[{P}u] = __ldg({P}x4 + {P}q + {P}u * 32); }}")  # fmt: skip
+    w(
+        f"for (int {P}u = 0; {P}u < {t.unroll}; ++{P}u) {{ {P}va[{P}u] = __ldg({P}a4 + {P}q + {P}u * 32); "
+        f"{P}vx[{P}u] = __ldg({P}x4 + {P}q + {P}u * 32); }}"
+    )
     w("#pragma unroll")
-    w(f"for (int {P}u = 0; {P}u < {t.unroll}; ++{P}u) {P}s += {P}va[{P}u].x * {P}vx[{P}u].x + "
-      f"{P}va[{P}u].y * {P}vx[{P}u].y + {P}va[{P}u].z * {P}vx[{P}u].z + {P}va[{P}u].w * {P}vx[{P}u].w;")  # fmt: skip
+    w(
+        f"for (int {P}u = 0; {P}u < {t.unroll}; ++{P}u) {P}s += {P}va[{P}u].x * {P}vx[{P}u].x + "
+        f"{P}va[{P}u].y * {P}vx[{P}u].y + {P}va[{P}u].z * {P}vx[{P}u].z + {P}va[{P}u].w * {P}vx[{P}u].w;"
+    )
     w.close()
-    w(f"for (; {P}q < {P}n4; {P}q += 32) {{ const float4 {P}va = __ldg({P}a4 + {P}q), {P}vx = __ldg({P}x4 + {P}q); "
-      f"{P}s += {P}va.x * {P}vx.x + {P}va.y * {P}vx.y + {P}va.z * {P}vx.z + {P}va.w * {P}vx.w; }}")  # fmt: skip
+    w(
+        f"for (; {P}q < {P}n4; {P}q += 32) {{ const float4 {P}va = __ldg({P}a4 + {P}q), {P}vx = __ldg({P}x4 + {P}q); "
+        f"{P}s += {P}va.x * {P}vx.x + {P}va.y * {P}vx.y + {P}va.z * {P}vx.z + {P}va.w * {P}vx.w; }}"
+    )
     w(f"for (int {P}j = {P}n4 * 4 + {P}lane; {P}j < {P}N; {P}j += 32) {P}s += {P}ar[{P}j] * {P}x[{P}j];")
     w.close()
     w(
@@ -792,8 +828,10 @@ def _gemv_cols(w: _W, b: GemvBinding, t: GemvTile) -> None:
     w(f"{P}xv[{P}u] = __ldg({P}x + {P}jj * {P}xs);")
     w.close()
     w("#pragma unroll")
-    w(f"for (int {P}u = 0; {P}u < {u}; ++{P}u) {{ {P}s.x += {P}v[{P}u].x * {P}xv[{P}u]; {P}s.y += {P}v[{P}u].y * "
-      f"{P}xv[{P}u]; {P}s.z += {P}v[{P}u].z * {P}xv[{P}u]; {P}s.w += {P}v[{P}u].w * {P}xv[{P}u]; }}")  # fmt: skip
+    w(
+        f"for (int {P}u = 0; {P}u < {u}; ++{P}u) {{ {P}s.x += {P}v[{P}u].x * {P}xv[{P}u]; {P}s.y += {P}v[{P}u].y * "
+        f"{P}xv[{P}u]; {P}s.z += {P}v[{P}u].z * {P}xv[{P}u]; {P}s.w += {P}v[{P}u].w * {P}xv[{P}u]; }}"
+    )
     w.close()
     w.open(f"for (; {P}j < {P}N; {P}j += {t.splits})")
     w(f"const float4 {P}v = __ldg(reinterpret_cast<const float4*>({P}a + (long long){P}j * {P}lda + {P}i));")
@@ -818,8 +856,10 @@ def _gemv_cols(w: _W, b: GemvBinding, t: GemvTile) -> None:
     w.open(f"if ({P}g == 0)")
     w(f"float4 {P}t = {P}part[0][{P}c];")
     w("#pragma unroll 4")
-    w(f"for (int {P}h = 1; {P}h < {t.splits}; ++{P}h) {{ const float4 {P}u = {P}part[{P}h][{P}c]; "
-      f"{P}t.x += {P}u.x; {P}t.y += {P}u.y; {P}t.z += {P}u.z; {P}t.w += {P}u.w; }}")  # fmt: skip
+    w(
+        f"for (int {P}h = 1; {P}h < {t.splits}; ++{P}h) {{ const float4 {P}u = {P}part[{P}h][{P}c]; "
+        f"{P}t.x += {P}u.x; {P}t.y += {P}u.y; {P}t.z += {P}u.z; {P}t.w += {P}u.w; }}"
+    )
     # One block per component (no array indexed in a loop: that could put it in local memory).
     for q, comp in enumerate("xyzw"):
         row = f"({P}i + {q})"

@@ -200,9 +200,15 @@ def fold(coords: Coords, fast: str, idx: list[int]) -> tuple[Coords, list[str]]:
                 new_polys = list(cs.polys)
                 for i in idx:
                     new_polys[i] = cs.polys[i].subs(c.name, Poly())
-                cs = Coords([Coord(fast, c.extent * f.extent, f"{c.origin}, {f.origin}")
-                             if x.name == fast else x for x in cs.coords if x.name != c.name], new_polys,
-                            cs.used)  # fmt: skip
+                cs = Coords(
+                    [
+                        Coord(fast, c.extent * f.extent, f"{c.origin}, {f.origin}") if x.name == fast else x
+                        for x in cs.coords
+                        if x.name != c.name
+                    ],
+                    new_polys,
+                    cs.used,
+                )
                 folded.append(c.name)
                 changed = True
                 break

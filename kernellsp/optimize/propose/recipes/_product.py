@@ -123,8 +123,10 @@ def analyse(ctx: RecipeContext) -> Product | str:
     if len(ir.accumulations) != 1 or len(sums) != 1:
         if not ir.accumulations:
             return "no accumulation `acc += x[..] * y[..]` inside a loop"
-        return (f"{len(ir.accumulations)} accumulations ({', '.join(a.var for a in ir.accumulations)}): a product "
-                "recipe needs exactly one sum")  # fmt: skip
+        return (
+            f"{len(ir.accumulations)} accumulations ({', '.join(a.var for a in ir.accumulations)}): a product "
+            "recipe needs exactly one sum"
+        )
     accum = sums[0]
     if accum.negated or accum.companions:
         return f"the accumulation into {accum.var} is not a plain sum"
@@ -161,8 +163,10 @@ def analyse(ctx: RecipeContext) -> Product | str:
             ir.text(n.child_by_field_name("function")) for n in walk(value) if n.type == "call_expression"
         ]
         if calls:
-            return (f"the product converts or transforms its operands ({calls[0]}(...)): the tiled recipes take "
-                    "plain fp32 loads `x[..] * y[..]`")  # fmt: skip
+            return (
+                f"the product converts or transforms its operands ({calls[0]}(...)): the tiled recipes take "
+                "plain fp32 loads `x[..] * y[..]`"
+            )
         return f"the value added to {accum.var} (`{ir.text(value)}`) is not a product of two array reads"
     loads_by_node = {a.node.id: a for a in ir.loads()}
     factors: list[Access] = []
@@ -173,11 +177,15 @@ def analyse(ctx: RecipeContext) -> Product | str:
         if got is None:
             text = ir.text(n) if n is not None else "?"
             if n is not None and n.type == "cast_expression":
-                return (f"the factor `{text}` converts its load with a cast: the tiled recipes take plain fp32 "
-                        "loads `x[..] * y[..]`")  # fmt: skip
+                return (
+                    f"the factor `{text}` converts its load with a cast: the tiled recipes take plain fp32 "
+                    "loads `x[..] * y[..]`"
+                )
             if n is not None and any(c.type == "call_expression" for c in walk(n)):
-                return (f"the factor `{text}` converts or transforms a load: the tiled recipes take plain fp32 "
-                        "loads `x[..] * y[..]`")  # fmt: skip
+                return (
+                    f"the factor `{text}` converts or transforms a load: the tiled recipes take plain fp32 "
+                    "loads `x[..] * y[..]`"
+                )
             return f"the factor `{text}` is not a read of a pointer parameter"
         factors.append(got)
     # The one store.
@@ -256,8 +264,10 @@ def analyse(ctx: RecipeContext) -> Product | str:
     for t in terms.values():
         split = t.index.split(names)
         if split is None or any(v.depends_on(names) for v in split[0].values()):
-            return (f"the index of {t.access.base} (`{t.access.index_text}`) is not linear in the output "
-                    f"coordinates and {k}")  # fmt: skip
+            return (
+                f"the index of {t.access.base} (`{t.access.index_text}`) is not linear in the output "
+                f"coordinates and {k}"
+            )
     for t in (terms[factors[0].node.id], terms[factors[1].node.id]):
         if t.index.coeff(k) == Poly():
             return f"{t.access.base}'s index does not move with the reduction variable {k}"
@@ -283,10 +293,20 @@ def analyse(ctx: RecipeContext) -> Product | str:
             return f"{accum.var} starts from the output's old value; write it as `out = {accum.var} + out` instead"
     else:
         return f"{accum.var} is declared without an initial value"
-    return Product(acc=accum.var, acc_ctype=acc_ctype, loop=loop, k=k, kbound=kbound,
-                   factors=(terms[factors[0].node.id], terms[factors[1].node.id]), store=terms[st.node.id],
-                   coords=coords, batch_loop=batch_loop, epilogue=epilogue, init=init_text,
-                   extras=extras)  # fmt: skip
+    return Product(
+        acc=accum.var,
+        acc_ctype=acc_ctype,
+        loop=loop,
+        k=k,
+        kbound=kbound,
+        factors=(terms[factors[0].node.id], terms[factors[1].node.id]),
+        store=terms[st.node.id],
+        coords=coords,
+        batch_loop=batch_loop,
+        epilogue=epilogue,
+        init=init_text,
+        extras=extras,
+    )
 
 
 _MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)]*)\)[ \t]+(.+?)[ \t]*$", re.M)
@@ -295,14 +315,22 @@ _TOKEN = re.compile(r"\s*(?:(\d+)[uUlL]*|([A-Za-z_]\w*)|(.))")
 
 def _function_macros(text: str) -> dict[str, tuple[list[str], str]]:
     """One-line function-like macros of the file: name -> (parameters, body)."""
-    return {m.group(1): ([p.strip() for p in m.group(2).split(",") if p.strip()], m.group(3))
-            for m in _MACRO.finditer(text) if not m.group(3).endswith("\\")}  # fmt: skip
+    return {
+        m.group(1): ([p.strip() for p in m.group(2).split(",") if p.strip()], m.group(3))
+        for m in _MACRO.finditer(text)
+        if not m.group(3).endswith("\\")
+    }
 
 
 def _in_subscript_index(n: object) -> bool:
     p = n.parent  # type: ignore[attr-defined]
-    while p is not None and p.type in ("parenthesized_expression", "binary_expression", "call_expression",
-                                       "argument_list", "subscript_argument_list"):  # fmt: skip
+    while p is not None and p.type in (
+        "parenthesized_expression",
+        "binary_expression",
+        "call_expression",
+        "argument_list",
+        "subscript_argument_list",
+    ):
         if p.type == "subscript_argument_list":
             return True
         p = p.parent
@@ -488,8 +516,16 @@ def _unused_guard(ir: object, conds: list[Cond], coords: ms.Coords, pivots: set[
     return ""
 
 
-def _template(ctx: RecipeContext, node: object, acc: str | None, terms: dict[int, Term], st: Access,
-              coords: set[str], batch_loop: Loop | None, k: str) -> tuple[str, list[tuple[str, Term]]] | str:  # fmt: skip
+def _template(
+    ctx: RecipeContext,
+    node: object,
+    acc: str | None,
+    terms: dict[int, Term],
+    st: Access,
+    coords: set[str],
+    batch_loop: Loop | None,
+    k: str,
+) -> tuple[str, list[tuple[str, Term]]] | str:
     """The user's expression with ``{acc}``, ``{c}`` and coordinates ``{@n}`` as placeholders, or a decline
     (a string starting with a NUL)."""
     ir = ctx.ir
@@ -534,8 +570,10 @@ def _template(ctx: RecipeContext, node: object, acc: str | None, terms: dict[int
             elif name in pointers:
                 return _SENT + f"the output expression uses the pointer {name} other than by an indexed read"
             else:
-                return _SENT + (f"the output expression uses `{name}`, which is neither the accumulator nor a scalar "
-                                "parameter")  # fmt: skip
+                return _SENT + (
+                    f"the output expression uses `{name}`, which is neither the accumulator nor a scalar "
+                    "parameter"
+                )
     from kernellsp.optimize.propose.recipes.base import replace_nodes
 
     text = replace_nodes(ir, node, repl)

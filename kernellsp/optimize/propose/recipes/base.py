@@ -41,16 +41,54 @@ from kernellsp.source.ir import KernelIR, kernel_ir
 from kernellsp.source.model import Function, LaunchSite, SourceModel
 
 #: C element types by spec dtype (what a recipe declares registers and shared arrays with).
-DTYPE_CTYPE = {"f16": "__half", "bf16": "__nv_bfloat16", "f32": "float", "f64": "double", "i8": "signed char",
-               "u8": "unsigned char", "i16": "short", "u16": "unsigned short", "i32": "int", "u32": "unsigned int",
-               "i64": "long long", "u64": "unsigned long long"}  # fmt: skip
+DTYPE_CTYPE = {
+    "f16": "__half",
+    "bf16": "__nv_bfloat16",
+    "f32": "float",
+    "f64": "double",
+    "i8": "signed char",
+    "u8": "unsigned char",
+    "i16": "short",
+    "u16": "unsigned short",
+    "i32": "int",
+    "u32": "unsigned int",
+    "i64": "long long",
+    "u64": "unsigned long long",
+}
 #: Bytes of C element types recipes handle (after typedef-free normalisation).
-CTYPE_BYTES = {"float": 4, "double": 8, "__half": 2, "half": 2, "__nv_bfloat16": 2, "nv_bfloat16": 2,
-               "int": 4, "unsigned int": 4, "unsigned": 4, "int32_t": 4, "uint32_t": 4, "signed": 4,
-               "char": 1, "signed char": 1, "unsigned char": 1, "uint8_t": 1, "int8_t": 1, "uchar": 1,
-               "short": 2, "unsigned short": 2, "int16_t": 2, "uint16_t": 2,
-               "long": 8, "long long": 8, "unsigned long": 8, "unsigned long long": 8, "size_t": 8,
-               "int64_t": 8, "uint64_t": 8, "long int": 8, "long long int": 8}  # fmt: skip
+CTYPE_BYTES = {
+    "float": 4,
+    "double": 8,
+    "__half": 2,
+    "half": 2,
+    "__nv_bfloat16": 2,
+    "nv_bfloat16": 2,
+    "int": 4,
+    "unsigned int": 4,
+    "unsigned": 4,
+    "int32_t": 4,
+    "uint32_t": 4,
+    "signed": 4,
+    "char": 1,
+    "signed char": 1,
+    "unsigned char": 1,
+    "uint8_t": 1,
+    "int8_t": 1,
+    "uchar": 1,
+    "short": 2,
+    "unsigned short": 2,
+    "int16_t": 2,
+    "uint16_t": 2,
+    "long": 8,
+    "long long": 8,
+    "unsigned long": 8,
+    "unsigned long long": 8,
+    "size_t": 8,
+    "int64_t": 8,
+    "uint64_t": 8,
+    "long int": 8,
+    "long long int": 8,
+}
 
 
 @dataclass
@@ -249,8 +287,11 @@ def host_int(model: SourceModel, site: LaunchSite, text: str) -> int | None:
             names[k] = val
     caller = model.function(site.caller) if site.caller else None
     ctext = model.text[caller.span.start_byte : caller.span.end_byte] if caller else ""
-    for m in re.finditer(r"\b(?:const(?:expr)?\s+)?(?:int|unsigned|unsigned int|size_t|long|auto|constexpr int)\s+"
-                         r"([A-Za-z_]\w*)\s*=\s*([^;{}]+);", ctext):  # fmt: skip
+    for m in re.finditer(
+        r"\b(?:const(?:expr)?\s+)?(?:int|unsigned|unsigned int|size_t|long|auto|constexpr int)\s+"
+        r"([A-Za-z_]\w*)\s*=\s*([^;{}]+);",
+        ctext,
+    ):
         with_u = m.group(2).strip()
         try:
             val = exprs.evaluate(re.sub(r"(\d+)[uUlL]+\b", r"\1", with_u), names)

@@ -32,8 +32,9 @@ def match(ctx: RecipeContext) -> Match | Decline:
         return el
     strided = [s for s in el.streams if s.stride > 1]
     if el.form != "chunk" and not strided:
-        return Decline("accesses are already consecutive across threads (one element per thread): the map recipe "
-                       "applies")  # fmt: skip
+        return Decline(
+            "accesses are already consecutive across threads (one element per thread): the map recipe applies"
+        )
     declined = ew.launch_decline(ctx, el)
     return declined if declined is not None else Match(el.binding(ctx), el)
 
@@ -46,6 +47,9 @@ def points(ctx: RecipeContext, m: Match) -> list[dict[str, Any]]:
 
 def generate(ctx: RecipeContext, m: Match, params: dict[str, Any]) -> Rewrite:
     el: ew.ElementLoop = m.data
-    what = ("coalesced: consecutive threads take consecutive elements (was: per-thread chunks), 128-bit loads"
-            if el.form == "chunk" else "coalesced: interleaved records loaded whole with 128-bit loads")  # fmt: skip
+    what = (
+        "coalesced: consecutive threads take consecutive elements (was: per-thread chunks), 128-bit loads"
+        if el.form == "chunk"
+        else "coalesced: interleaved records loaded whole with 128-bit loads"
+    )
     return ew.generate(ctx, el, params, what)

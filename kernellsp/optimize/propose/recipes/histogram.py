@@ -76,8 +76,10 @@ def match(ctx: RecipeContext) -> Match | Decline:
     bins = bases.pop()
     for a in el.atomics:
         if a.target is None or _index_node(ctx, a.target.node, bins) is None:
-            return Decline(f"the atomic's address `{ir.text(a.target.node) if a.target else '?'}` is not "
-                           f"`&{bins}[index]` or `{bins} + index`")  # fmt: skip
+            return Decline(
+                f"the atomic's address `{ir.text(a.target.node) if a.target else '?'}` is not "
+                f"`&{bins}[index]` or `{bins} + index`"
+            )
     ctype = ctx.ctype(bins)
     if ctype not in _ADD_TYPES:
         return Decline(f"{bins} holds {ctype}: no shared-memory atomicAdd for it")
@@ -96,10 +98,14 @@ def match(ctx: RecipeContext) -> Match | Decline:
             ew.check_coverage(ctx, el)
         except RecipeError as exc:
             return Decline(f"cannot prove the original launch covered every element: {exc}")
-    binding = {"form": el.form, "bins": f"{bins} ({ctx.dtype(bins) or ctype}, {nbins} in shared memory)",
-               "inputs": ", ".join(f"{s.param} ({ctx.dtype(s.param) or s.ctype})" for s in el.streams),
-               "index": ", ".join(el.index_names), "bound": el.bound_text,
-               "launch": "kept (host launcher)" if ctx.host_launched else "spec launch field"}  # fmt: skip
+    binding = {
+        "form": el.form,
+        "bins": f"{bins} ({ctx.dtype(bins) or ctype}, {nbins} in shared memory)",
+        "inputs": ", ".join(f"{s.param} ({ctx.dtype(s.param) or s.ctype})" for s in el.streams),
+        "index": ", ".join(el.index_names),
+        "bound": el.bound_text,
+        "launch": "kept (host launcher)" if ctx.host_launched else "spec launch field",
+    }
     return Match(binding, _Hist(el, bins, ctype, nbins, funcs.pop()))
 
 
@@ -140,8 +146,12 @@ def points(ctx: RecipeContext, m: Match) -> list[dict[str, Any]]:
     copies = [1, 4] if h.nbins * elem * 4 <= _SHARED_BYTES else [1]
     if ctx.host_launched:
         return [{"copies": c} for c in copies]
-    pts = [{"items": 8, "copies": 1, "block": 256}, {"items": 16, "copies": copies[-1], "block": 256},
-           {"items": 4, "copies": copies[-1], "block": 512}, {"items": 16, "copies": 1, "block": 512}]  # fmt: skip
+    pts = [
+        {"items": 8, "copies": 1, "block": 256},
+        {"items": 16, "copies": copies[-1], "block": 256},
+        {"items": 4, "copies": copies[-1], "block": 512},
+        {"items": 16, "copies": 1, "block": 512},
+    ]
     return pts
 
 
@@ -173,22 +183,30 @@ def generate(ctx: RecipeContext, m: Match, params: dict[str, Any]) -> Rewrite:
         "    if (kl_k >= 0 && kl_k < kl_NB) atomicAdd(&kl_mine[kl_k], kl_val);",
         f"    else atomicAdd(&{h.bins}[kl_k], kl_val);",
         "};",
-    ]  # fmt: skip
-    epilogue = "\n".join([
-        "// One global atomic per non-zero bin per block.",
-        "__syncthreads();",
-        "for (unsigned kl_b = kl_t; kl_b < kl_NB; kl_b += kl_block) {",
-        f"    {h.ctype} kl_sum = static_cast<{h.ctype}>(0);",
-        "    #pragma unroll",
-        f"    for (int kl_c = 0; kl_c < {copies}; ++kl_c) kl_sum += kl_bins[kl_c][kl_b];",
-        f"    if (kl_sum != static_cast<{h.ctype}>(0)) atomicAdd(&{h.bins}[kl_b], kl_sum);",
-        "}",
-    ])  # fmt: skip
+    ]
+    epilogue = "\n".join(
+        [
+            "// One global atomic per non-zero bin per block.",
+            "__syncthreads();",
+            "for (unsigned kl_b = kl_t; kl_b < kl_NB; kl_b += kl_block) {",
+            f"    {h.ctype} kl_sum = static_cast<{h.ctype}>(0);",
+            "    #pragma unroll",
+            f"    for (int kl_c = 0; kl_c < {copies}; ++kl_c) kl_sum += kl_bins[kl_c][kl_b];",
+            f"    if (kl_sum != static_cast<{h.ctype}>(0)) atomicAdd(&{h.bins}[kl_b], kl_sum);",
+            "}",
+        ]
+    )
     red = ew.Reduction(
         None, "", None, replace, epilogue, items=int(params.get("items", 8)), prologue=prologue
     )
     gen_params = {"unroll": 1 if ctx.host_launched else 2, "block": params.get("block", 0)}
     if ctx.host_launched:
         gen_params.pop("block")
-    return ew.generate(ctx, el, gen_params, "histogram: per-block bins privatised in shared memory, one global "
-                       "atomic per non-zero bin per block (was one per element)", red)  # fmt: skip
+    return ew.generate(
+        ctx,
+        el,
+        gen_params,
+        "histogram: per-block bins privatised in shared memory, one global "
+        "atomic per non-zero bin per block (was one per element)",
+        red,
+    )

@@ -38,11 +38,15 @@ def match(ctx: RecipeContext) -> Match | Decline:
         )
     strided = [s for s in el.streams if s.stride > 1]
     if strided:
-        return Decline(f"{strided[0].param} is interleaved (stride {strided[0].stride} per element): the coalesce "
-                       "recipe applies")  # fmt: skip
+        return Decline(
+            f"{strided[0].param} is interleaved (stride {strided[0].stride} per element): the coalesce "
+            "recipe applies"
+        )
     if ctx.host_launched and el.form == "2d":
-        return Decline("a 2-D kernel behind a host launcher: its launch (which may not cover the image) must stay, "
-                       "and a linearised loop cannot reproduce which pixels it reaches")  # fmt: skip
+        return Decline(
+            "a 2-D kernel behind a host launcher: its launch (which may not cover the image) must stay, "
+            "and a linearised loop cannot reproduce which pixels it reaches"
+        )
     declined = ew.launch_decline(ctx, el)
     return declined if declined is not None else Match(el.binding(ctx), el)
 
@@ -53,8 +57,12 @@ def points(ctx: RecipeContext, m: Match) -> list[dict[str, Any]]:
         # Under a one-thread-per-element launch, busy blocks interleaved with idle ones (spread) beat
         # the first 1/E of the blocks doing everything; both are offered, verification picks.
         return [{"unroll": 1, "block": 0, "spread": 1}, {"unroll": 1, "block": 0, "spread": 0}]
-    return [{"unroll": 1, "block": 0}, {"unroll": 2, "block": 0}, {"unroll": 1, "block": 512},
-            {"unroll": 1, "block": 128}]  # fmt: skip
+    return [
+        {"unroll": 1, "block": 0},
+        {"unroll": 2, "block": 0},
+        {"unroll": 1, "block": 512},
+        {"unroll": 1, "block": 128},
+    ]
 
 
 def generate(ctx: RecipeContext, m: Match, params: dict[str, Any]) -> Rewrite:

@@ -113,8 +113,10 @@ def classify(ctx: RecipeContext, p: Product) -> Gemm | str:
     cols = [c for c in p.coords if c not in known and p.moves(f1, c.name) and not p.moves(f0, c.name)]
     batch = [c for c in p.coords if c not in rows and c not in cols]
     if not rows or not cols:
-        return ("one factor moves with no output coordinate of its own: a matrix-vector product (matvec recipe), "
-                "not a matrix-matrix product")  # fmt: skip
+        return (
+            "one factor moves with no output coordinate of its own: a matrix-vector product (matvec recipe), "
+            "not a matrix-matrix product"
+        )
     if len(rows) > 1 or len(cols) > 1:
         return "an operand moves with two output coordinates (a tensor contraction, not a matrix product)"
     if len(batch) > 1:
@@ -149,27 +151,44 @@ def classify(ctx: RecipeContext, p: Product) -> Gemm | str:
     clash = sorted(n for n in params if n.startswith(cg.P))
     if clash:
         return f"parameter {clash[0]} starts with the generator's prefix {cg.P}"
-    binding = cg.GemmBinding(entry=ctx.kernel.name, signature=signature_text(ctx), m=ci.extent.c_text(),
-                             n=cj.extent.c_text(), k=p.kbound.c_text(), a=a_op, b=b_op, c=c_op,
-                             epilogue=epilogue, init=init, batch=cb.extent.c_text() if cb else None)  # fmt: skip
+    binding = cg.GemmBinding(
+        entry=ctx.kernel.name,
+        signature=signature_text(ctx),
+        m=ci.extent.c_text(),
+        n=cj.extent.c_text(),
+        k=p.kbound.c_text(),
+        a=a_op,
+        b=b_op,
+        c=c_op,
+        epilogue=epilogue,
+        init=init,
+        batch=cb.extent.c_text() if cb else None,
+    )
     g = Gemm(binding, None, None, None)
     if ctx.host_launched:
         dims = ms.block_dims(ctx)
         if dims is None:
             return "the host launch's block size could not be read (it must be a constant)"
         if dims[1] != 1 or dims[2] != 1:
-            return (f"the host launches blocks of {dims[0]}x{dims[1]}x{dims[2]}; the tiled kernel needs a 1-D block "
-                    "(host code cannot change)")  # fmt: skip
+            return (
+                f"the host launches blocks of {dims[0]}x{dims[1]}x{dims[2]}; the tiled kernel needs a 1-D block "
+                "(host code cannot change)"
+            )
         if not any(t.threads == dims[0] for t in TILES.values()):
             sizes = sorted({t.threads for t in TILES.values()})
-            return (f"the host launches {dims[0]}-thread blocks; the tiled kernels use {sizes} threads and host "
-                    "code cannot change")  # fmt: skip
+            return (
+                f"the host launches {dims[0]}-thread blocks; the tiled kernels use {sizes} threads and host "
+                "code cannot change"
+            )
         g.host_block = dims[0]
         return g
     g.m_spec, g.n_spec = spec_expr(ctx, ci.extent), spec_expr(ctx, cj.extent)
     g.batch_spec = spec_expr(ctx, cb.extent) if cb else None
-    checks: list[tuple[str, str | None, ms.Coord | None]] = [("M", g.m_spec, ci), ("N", g.n_spec, cj),
-                                                            ("batch", g.batch_spec, cb)]  # fmt: skip
+    checks: list[tuple[str, str | None, ms.Coord | None]] = [
+        ("M", g.m_spec, ci),
+        ("N", g.n_spec, cj),
+        ("batch", g.batch_spec, cb),
+    ]
     for what, spec_text, coord in checks:
         if coord is not None and spec_text is None:
             return (
@@ -198,8 +217,13 @@ def _operand(t: Term, first: str, second: str, names: set[str], batch: Any) -> c
     if bstride.depends_on(names):
         return f"the batch stride of {idx} is not linear"
     offset = idx.without(names)
-    return cg.Operand(t.access.base, layout, ld.c_text(), offset.c_text() if offset != Poly() else "0",
-                      bstride.c_text() if bstride != Poly() else "0")  # fmt: skip
+    return cg.Operand(
+        t.access.base,
+        layout,
+        ld.c_text(),
+        offset.c_text() if offset != Poly() else "0",
+        bstride.c_text() if bstride != Poly() else "0",
+    )
 
 
 def oriented(b: cg.GemmBinding, orient: str) -> cg.GemmBinding:
@@ -222,8 +246,12 @@ def oriented(b: cg.GemmBinding, orient: str) -> cg.GemmBinding:
 def points(ctx: RecipeContext, m: Match) -> list[dict[str, Any]]:
     """Tile and orientation points, best first, without those ptxas says spill heavily or cannot be resident."""
     g: Gemm = m.data
-    pts = [{"tile": name, "orient": o} for name in TILES for o in ("AB", "BA")
-           if g.host_block is None or TILES[name].threads == g.host_block]  # fmt: skip
+    pts = [
+        {"tile": name, "orient": o}
+        for name in TILES
+        for o in ("AB", "BA")
+        if g.host_block is None or TILES[name].threads == g.host_block
+    ]
     # Best guesses first: the two best tiles as written, the best one transposed (it moves the shared-memory
     # transposition to the other operand, which pays for some layouts), then the rest alternating.
     order = list(TILES)
@@ -268,8 +296,11 @@ def prune(ctx: RecipeContext, m: Match, pts: list[dict[str, Any]]) -> list[dict[
     for q, new in zip(keep, names, strict=True):
         r = next((r for r in res.resources if nvcc.match_kernel(r.mangled, new)), None)
         t = TILES[str(q["tile"])]
-        if r is None or (r.spill_stores <= MAX_SPILL_BYTES and r.registers * t.threads <= 65536
-                         and r.smem_static <= 48 * 1024):  # fmt: skip
+        if r is None or (
+            r.spill_stores <= MAX_SPILL_BYTES
+            and r.registers * t.threads <= 65536
+            and r.smem_static <= 48 * 1024
+        ):
             out.append(q)
     return out
 

@@ -139,20 +139,31 @@ def classify(ctx: RecipeContext, p: Product) -> Gemv | str:
         return q.c_text() if q != Poly() else "0"
 
     binding = cg.GemvBinding(
-        entry=ctx.kernel.name, signature=signature_text(ctx), m=ci.extent.c_text(), n=p.kbound.c_text(),
+        entry=ctx.kernel.name,
+        signature=signature_text(ctx),
+        m=ci.extent.c_text(),
+        n=p.kbound.c_text(),
         a=cg.Operand(mat.access.base, layout, ld.c_text(), text(moff), text(bstride[mat.access.base])),
-        x=vec.access.base, y=st.access.base, x_stride=xs.c_text(), y_stride=ys.c_text(), epilogue=epilogue,
-        init=init, batch=cb.extent.c_text() if cb else None, x_batch_stride=text(bstride[vec.access.base]),
+        x=vec.access.base,
+        y=st.access.base,
+        x_stride=xs.c_text(),
+        y_stride=ys.c_text(),
+        epilogue=epilogue,
+        init=init,
+        batch=cb.extent.c_text() if cb else None,
+        x_batch_stride=text(bstride[vec.access.base]),
         y_batch_stride=text(bstride[st.access.base]),
-    )  # fmt: skip
+    )
     g = Gemv(binding, None, None)
     if ctx.host_launched:
         dims = ms.block_dims(ctx)
         if dims is None:
             return "the host launch's block size could not be read (it must be a constant)"
         if dims[1] != 1 or dims[2] != 1 or dims[0] % 32 or dims[0] > 1024:
-            return (f"the host launches blocks of {dims[0]}x{dims[1]}x{dims[2]}; the matvec kernel needs a 1-D block "
-                    "of whole warps (host code cannot change)")  # fmt: skip
+            return (
+                f"the host launches blocks of {dims[0]}x{dims[1]}x{dims[2]}; the matvec kernel needs a 1-D block "
+                "of whole warps (host code cannot change)"
+            )
         if cb is not None:
             return "a batched matrix-vector product behind a host launcher: the host's 1-D grid has no batch axis"
         g.host_block = dims[0]

@@ -123,8 +123,15 @@ class RecipeProposer:
             streams = nxt
         return out
 
-    def _candidate(self, ctx: ProposalContext, r: Recipe, rctx: RecipeContext, m: Match, params: dict[str, Any],
-                   base_hash: str) -> Candidate | None:  # fmt: skip
+    def _candidate(
+        self,
+        ctx: ProposalContext,
+        r: Recipe,
+        rctx: RecipeContext,
+        m: Match,
+        params: dict[str, Any],
+        base_hash: str,
+    ) -> Candidate | None:
         try:
             rw = r.generate(rctx, m, params)
             text = splice_kernel(ctx.text, rw.kernel, rw.code, rw.launch)

@@ -49,13 +49,19 @@ ARCHETYPE = "reduce"
 RULES = ("KL403", "KL511", "KL501", "KL505", "KL508")
 PARAMS: dict[str, list[Any]] = {"items": [8, 16, 4], "unroll": [2, 4], "block": [256, 512]}
 
-_INT_TYPES = {"int": ("(-2147483647 - 1)", "2147483647"), "unsigned int": ("0u", "0xffffffffu"),
-              "unsigned": ("0u", "0xffffffffu"), "long long": ("(-9223372036854775807LL - 1)", "9223372036854775807LL"),
-              "long long int": ("(-9223372036854775807LL - 1)", "9223372036854775807LL"),
-              "unsigned long long": ("0ull", "0xffffffffffffffffull"),
-              "unsigned long long int": ("0ull", "0xffffffffffffffffull")}  # fmt: skip
-_FLOAT_TYPES = {"float": ("__int_as_float(0xff800000)", "__int_as_float(0x7f800000)"),
-                "double": ("__longlong_as_double(0xfff0000000000000ll)", "__longlong_as_double(0x7ff0000000000000ll)")}  # fmt: skip
+_INT_TYPES = {
+    "int": ("(-2147483647 - 1)", "2147483647"),
+    "unsigned int": ("0u", "0xffffffffu"),
+    "unsigned": ("0u", "0xffffffffu"),
+    "long long": ("(-9223372036854775807LL - 1)", "9223372036854775807LL"),
+    "long long int": ("(-9223372036854775807LL - 1)", "9223372036854775807LL"),
+    "unsigned long long": ("0ull", "0xffffffffffffffffull"),
+    "unsigned long long int": ("0ull", "0xffffffffffffffffull"),
+}
+_FLOAT_TYPES = {
+    "float": ("__int_as_float(0xff800000)", "__int_as_float(0x7f800000)"),
+    "double": ("__longlong_as_double(0xfff0000000000000ll)", "__longlong_as_double(0x7ff0000000000000ll)"),
+}
 
 
 @dataclass
@@ -101,8 +107,10 @@ def match(ctx: RecipeContext) -> Match | Decline:
     if ir.atomics:
         return _match_atomic(ctx)
     if ir.barriers or any(v.shared for v in ir.locals.values()):
-        return Decline("the kernel already reduces through shared memory per block; writing one value per original "
-                       "block is its contract, which a different grid would change")  # fmt: skip
+        return Decline(
+            "the kernel already reduces through shared memory per block; writing one value per original "
+            "block is its contract, which a different grid would change"
+        )
     return _match_serial(ctx)
 
 
@@ -130,8 +138,10 @@ def _match_atomic(ctx: RecipeContext) -> Match | Decline:
     if ctx.host_launched:
         bt = ctx.block_threads()
         if bt is None or bt % 32:
-            return Decline("the host launcher's block size is unknown or not a multiple of 32 (warp shuffles need "
-                           "full warps)")  # fmt: skip
+            return Decline(
+                "the host launcher's block size is unknown or not a multiple of 32 (warp shuffles need "
+                "full warps)"
+            )
     else:
         if ew.spec_expr(ctx, el.bound) is None:
             return Decline(f"the bound {el.bound_text} is not given by the spec's sizes")
@@ -140,37 +150,47 @@ def _match_atomic(ctx: RecipeContext) -> Match | Decline:
         except RecipeError as exc:
             return Decline(f"cannot prove the original launch covered every element: {exc}")
     target = f"&{at.target.base}[{at.target.index.c_text()}]"
-    binding = {"form": f"{el.form} + {at.func}", "output": f"{target[1:]} ({ctx.dtype(at.target.base) or acc_type}, "
-               f"{ctx.direction(at.target.base) or '?'})", "op": at.op, "value": at.value_text,
-               "inputs": ", ".join(f"{s.param} ({ctx.dtype(s.param) or s.ctype})" for s in el.streams),
-               "index": ", ".join(el.index_names), "bound": el.bound_text,
-               "launch": "kept (host launcher)" if ctx.host_launched else "spec launch field"}  # fmt: skip
+    binding = {
+        "form": f"{el.form} + {at.func}",
+        "output": f"{target[1:]} ({ctx.dtype(at.target.base) or acc_type}, "
+        f"{ctx.direction(at.target.base) or '?'})",
+        "op": at.op,
+        "value": at.value_text,
+        "inputs": ", ".join(f"{s.param} ({ctx.dtype(s.param) or s.ctype})" for s in el.streams),
+        "index": ", ".join(el.index_names),
+        "bound": el.bound_text,
+        "launch": "kept (host launcher)" if ctx.host_launched else "spec launch field",
+    }
     return Match(binding, _Atomic(el, at.func, at.op, acc_type, target))
 
 
 def _block_combine_atomic(a: _Atomic, ident: str, comb: Any) -> str:
-    shfl = "\n".join([
-        "#pragma unroll",
-        "for (int kl_o = 16; kl_o > 0; kl_o >>= 1)",
-        f"    kl_total = {comb('kl_total', '__shfl_down_sync(0xffffffffu, kl_total, kl_o)')};",
-    ])  # fmt: skip
-    return "\n".join([
-        "// One value per block: warp shuffles, one shared slot per warp, one atomic per block.",
-        "{",
-        "    const unsigned kl_t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);",
-        "    const unsigned kl_lane = kl_t & 31u, kl_warp = kl_t >> 5;",
-        ew.indent(shfl, 4),
-        f"    __shared__ {a.acc_type} kl_warp_total[32];",
-        "    if (kl_lane == 0) kl_warp_total[kl_warp] = kl_total;",
-        "    __syncthreads();",
-        "    if (kl_warp == 0) {",
-        "        const unsigned kl_warps = (blockDim.x * blockDim.y * blockDim.z + 31u) >> 5;",
-        f"        kl_total = kl_lane < kl_warps ? kl_warp_total[kl_lane] : {ident};",
-        ew.indent(shfl, 8),
-        f"        if (kl_lane == 0) {a.func}({a.target}, kl_total);",
-        "    }",
-        "}",
-    ])  # fmt: skip
+    shfl = "\n".join(
+        [
+            "#pragma unroll",
+            "for (int kl_o = 16; kl_o > 0; kl_o >>= 1)",
+            f"    kl_total = {comb('kl_total', '__shfl_down_sync(0xffffffffu, kl_total, kl_o)')};",
+        ]
+    )
+    return "\n".join(
+        [
+            "// One value per block: warp shuffles, one shared slot per warp, one atomic per block.",
+            "{",
+            "    const unsigned kl_t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);",
+            "    const unsigned kl_lane = kl_t & 31u, kl_warp = kl_t >> 5;",
+            ew.indent(shfl, 4),
+            f"    __shared__ {a.acc_type} kl_warp_total[32];",
+            "    if (kl_lane == 0) kl_warp_total[kl_warp] = kl_total;",
+            "    __syncthreads();",
+            "    if (kl_warp == 0) {",
+            "        const unsigned kl_warps = (blockDim.x * blockDim.y * blockDim.z + 31u) >> 5;",
+            f"        kl_total = kl_lane < kl_warps ? kl_warp_total[kl_lane] : {ident};",
+            ew.indent(shfl, 8),
+            f"        if (kl_lane == 0) {a.func}({a.target}, kl_total);",
+            "    }",
+            "}",
+        ]
+    )
 
 
 def _generate_atomic(ctx: RecipeContext, a: _Atomic, params: dict[str, Any]) -> Rewrite:
@@ -183,8 +203,14 @@ def _generate_atomic(ctx: RecipeContext, a: _Atomic, params: dict[str, Any]) -> 
     for at in el.atomics:
         value = replace_nodes(ctx.ir, at.value_node, el.replace) if at.value_node is not None else "1"
         replace[at.node.id] = f"(kl_acc = {comb('kl_acc', '(' + value + ')')})"
-    red = ew.Reduction(a.acc_type, ident, comb, replace, _block_combine_atomic(a, ident, comb),
-                       items=int(params.get("items", 8)))  # fmt: skip
+    red = ew.Reduction(
+        a.acc_type,
+        ident,
+        comb,
+        replace,
+        _block_combine_atomic(a, ident, comb),
+        items=int(params.get("items", 8)),
+    )
     params = {**params}
     if ctx.host_launched:
         params.pop("block", None)
@@ -305,9 +331,20 @@ def _match_serial(ctx: RecipeContext) -> Match | Decline:
         if lp.body is not None and lp.body.type == "compound_statement"
         else [lp.body]
     )
-    el = ew._finish(ctx, "grid-stride", [], body, Poly.sym(lp.var), bound, ew._rhs_text(ir, lp.conds[0], Poly.sym(lp.var)),
-                    lead=[lp.var], loop_var=lp.var, reduce="atomic", accumulators=frozenset(names),
-                    outside_writes=True)  # fmt: skip
+    el = ew._finish(
+        ctx,
+        "grid-stride",
+        [],
+        body,
+        Poly.sym(lp.var),
+        bound,
+        ew._rhs_text(ir, lp.conds[0], Poly.sym(lp.var)),
+        lead=[lp.var],
+        loop_var=lp.var,
+        reduce="atomic",
+        accumulators=frozenset(names),
+        outside_writes=True,
+    )
     if isinstance(el, Decline):
         return el
     if any(s.writes for s in el.streams):
@@ -317,9 +354,16 @@ def _match_serial(ctx: RecipeContext) -> Match | Decline:
             return Decline("statements before the loop write memory")
     if ew.spec_expr(ctx, bound) is None:
         return Decline(f"the bound {bound} is not given by the spec's sizes")
-    binding = {"form": "single thread", "accumulators": ", ".join(f"{a.var} ({a.op}{', ' + ', '.join(a.companions) if a.companions else ''})" for a in accs),
-               "inputs": ", ".join(f"{s.param} ({ctx.dtype(s.param) or s.ctype})" for s in el.streams),
-               "index": lp.var, "bound": el.bound_text, "launch": "spec launch field (one block)"}  # fmt: skip
+    binding = {
+        "form": "single thread",
+        "accumulators": ", ".join(
+            f"{a.var} ({a.op}{', ' + ', '.join(a.companions) if a.companions else ''})" for a in accs
+        ),
+        "inputs": ", ".join(f"{s.param} ({ctx.dtype(s.param) or s.ctype})" for s in el.streams),
+        "index": lp.var,
+        "bound": el.bound_text,
+        "launch": "spec launch field (one block)",
+    }
     return Match(binding, _Serial(el, accs, pre, post, lp.var, types))
 
 
@@ -337,8 +381,10 @@ def _generate_serial(ctx: RecipeContext, sm: _Serial, params: dict[str, Any]) ->
         )
     # Combine the threads' states in shared memory: a tree over the block (a power of two).
     state = [a.var for a in sm.accs] + [c for a in sm.accs for c in a.companions]
-    lines = ["// Combine the threads' states: a shared-memory tree (sums add, max/min compare, ties keep the",
-             "// smaller index as the sequential loop does)."]  # fmt: skip
+    lines = [
+        "// Combine the threads' states: a shared-memory tree (sums add, max/min compare, ties keep the",
+        "// smaller index as the sequential loop does).",
+    ]
     for v in state:
         lines.append(f"__shared__ {sm.types[v]} kl_s_{v}[{block}];")
         lines.append(f"kl_s_{v}[threadIdx.x] = {v};")
@@ -372,10 +418,24 @@ def _generate_serial(ctx: RecipeContext, sm: _Serial, params: dict[str, Any]) ->
     for s in sm.post:
         lines.append(ew.indent(ew._dedent(ir.text(s)), 4))
     lines.append("}")
-    red = ew.Reduction(None, "", None, {}, "\n".join(lines), items=1, prologue=prologue,
-                       threads=("threadIdx.x", "blockDim.x"))  # fmt: skip
-    rw = ew.generate(ctx, sm.el, {"unroll": int(params.get("unroll", 2))}, "reduction spread over one block of 1024 "
-                     "threads (was one thread): vector loads, per-thread state, shared-memory combine", red)  # fmt: skip
+    red = ew.Reduction(
+        None,
+        "",
+        None,
+        {},
+        "\n".join(lines),
+        items=1,
+        prologue=prologue,
+        threads=("threadIdx.x", "blockDim.x"),
+    )
+    rw = ew.generate(
+        ctx,
+        sm.el,
+        {"unroll": int(params.get("unroll", 2))},
+        "reduction spread over one block of 1024 "
+        "threads (was one thread): vector loads, per-thread state, shared-memory combine",
+        red,
+    )
     rw.launch = specmod.LaunchSpec(grid=1, block=block)
     return rw
 
@@ -398,8 +458,12 @@ def points(ctx: RecipeContext, m: Match) -> list[dict[str, Any]]:
         return [{"unroll": 2}, {"unroll": 4}]
     if ctx.host_launched:
         return [{"unroll": 2}, {"unroll": 4}]
-    return [{"items": 8, "unroll": 2, "block": 256}, {"items": 16, "unroll": 4, "block": 256},
-            {"items": 4, "unroll": 2, "block": 512}, {"items": 32, "unroll": 4, "block": 512}]  # fmt: skip
+    return [
+        {"items": 8, "unroll": 2, "block": 256},
+        {"items": 16, "unroll": 4, "block": 256},
+        {"items": 4, "unroll": 2, "block": 512},
+        {"items": 32, "unroll": 4, "block": 512},
+    ]
 
 
 def generate(ctx: RecipeContext, m: Match, params: dict[str, Any]) -> Rewrite:

@@ -70,22 +70,52 @@ MAX_ROW_BYTES = 256
 
 _FLOAT_LIT = re.compile(r"^(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
 _IDENTITY = {
-    ("sum", "f"): "0.0f", ("sum", "d"): "0.0", ("sum", "i"): "0",
-    ("prod", "f"): "1.0f", ("prod", "d"): "1.0", ("prod", "i"): "1",
-    ("max", "f"): "-__int_as_float(0x7f800000)", ("max", "d"): "-__longlong_as_double(0x7ff0000000000000LL)",
-    ("min", "f"): "__int_as_float(0x7f800000)", ("min", "d"): "__longlong_as_double(0x7ff0000000000000LL)",
-    ("and", "i"): "~0", ("or", "i"): "0", ("xor", "i"): "0",
-}  # fmt: skip
+    ("sum", "f"): "0.0f",
+    ("sum", "d"): "0.0",
+    ("sum", "i"): "0",
+    ("prod", "f"): "1.0f",
+    ("prod", "d"): "1.0",
+    ("prod", "i"): "1",
+    ("max", "f"): "-__int_as_float(0x7f800000)",
+    ("max", "d"): "-__longlong_as_double(0x7ff0000000000000LL)",
+    ("min", "f"): "__int_as_float(0x7f800000)",
+    ("min", "d"): "__longlong_as_double(0x7ff0000000000000LL)",
+    ("and", "i"): "~0",
+    ("or", "i"): "0",
+    ("xor", "i"): "0",
+}
 _INT_LIMITS = {
-    "int": ("(-2147483647 - 1)", "2147483647"), "long long": ("(-9223372036854775807LL - 1)", "9223372036854775807LL"),
-    "unsigned int": ("0u", "0xffffffffu"), "unsigned long long": ("0ull", "0xffffffffffffffffull"),
-}  # fmt: skip
-_TYPES = {"float": "f", "double": "d", "int": "i", "unsigned": "i", "unsigned int": "i", "long long": "i",
-          "unsigned long long": "i", "int32_t": "i", "uint32_t": "i", "int64_t": "i", "uint64_t": "i",
-          "size_t": "i", "long": "i", "unsigned long": "i"}  # fmt: skip
-_NORMAL = {"unsigned": "unsigned int", "int32_t": "int", "uint32_t": "unsigned int", "int64_t": "long long",
-           "uint64_t": "unsigned long long", "size_t": "unsigned long long", "long": "long long",
-           "unsigned long": "unsigned long long"}  # fmt: skip
+    "int": ("(-2147483647 - 1)", "2147483647"),
+    "long long": ("(-9223372036854775807LL - 1)", "9223372036854775807LL"),
+    "unsigned int": ("0u", "0xffffffffu"),
+    "unsigned long long": ("0ull", "0xffffffffffffffffull"),
+}
+_TYPES = {
+    "float": "f",
+    "double": "d",
+    "int": "i",
+    "unsigned": "i",
+    "unsigned int": "i",
+    "long long": "i",
+    "unsigned long long": "i",
+    "int32_t": "i",
+    "uint32_t": "i",
+    "int64_t": "i",
+    "uint64_t": "i",
+    "size_t": "i",
+    "long": "i",
+    "unsigned long": "i",
+}
+_NORMAL = {
+    "unsigned": "unsigned int",
+    "int32_t": "int",
+    "uint32_t": "unsigned int",
+    "int64_t": "long long",
+    "uint64_t": "unsigned long long",
+    "size_t": "unsigned long long",
+    "long": "long long",
+    "unsigned long": "unsigned long long",
+}
 
 
 @dataclass
@@ -193,8 +223,9 @@ def match(ctx: RecipeContext) -> Match | Decline:
             return Decline(
                 f"accumulator {acc.var} has type {ir.locals[acc.var].ctype}: no identity for it here"
             )
-    prog = RowProgram(form, axis, row_sym, rows, length, loops, container, trees, delete, rows_in,
-                      _float_literals(ctx))  # fmt: skip
+    prog = RowProgram(
+        form, axis, row_sym, rows, length, loops, container, trees, delete, rows_in, _float_literals(ctx)
+    )
     why = _check_launch(ctx, prog)
     if why:
         return Decline(why)
@@ -230,15 +261,19 @@ def _column_loops(ir: KernelIR) -> tuple[list[tuple[ColLoop, str, str]] | str, l
             continue
         form = axis = None
         start = lp.start
-        if lp.step == Poly.const(1) and not start.depends_on(THREAD_SYMBOLS | {"blockDim.x", "blockDim.y",
-                                                                               "blockDim.z"}):  # fmt: skip
+        if lp.step == Poly.const(1) and not start.depends_on(
+            THREAD_SYMBOLS | {"blockDim.x", "blockDim.y", "blockDim.z"}
+        ):
             form = "thread"
         else:
             for a in "xyz":
                 t = Poly.sym(f"threadIdx.{a}")
                 rest = start - t
-                if (start.coeff(f"threadIdx.{a}") == Poly.const(1) and not rest.depends_on(THREAD_SYMBOLS)
-                        and (lp.step == Poly.sym(f"blockDim.{a}") or lp.step.value is not None)):  # fmt: skip
+                if (
+                    start.coeff(f"threadIdx.{a}") == Poly.const(1)
+                    and not rest.depends_on(THREAD_SYMBOLS)
+                    and (lp.step == Poly.sym(f"blockDim.{a}") or lp.step.value is not None)
+                ):
                     form, axis, start = "block", a, rest
         if form is None:
             other.append(lp)
@@ -250,15 +285,29 @@ def _column_loops(ir: KernelIR) -> tuple[list[tuple[ColLoop, str, str]] | str, l
     # The axis of a thread-per-row kernel is the one its row index uses.
     for i, (c, form, _) in enumerate(found):
         if form == "thread":
-            syms = {s for a in ir.global_accesses() if a.index is not None and c.loop in a.loops
-                    for s in a.index.symbols()}  # fmt: skip
+            syms = {
+                s
+                for a in ir.global_accesses()
+                if a.index is not None and c.loop in a.loops
+                for s in a.index.symbols()
+            }
             axes = sorted(s[4:] for s in syms if s.startswith("gid."))
             if len(axes) != 1:
-                return ("a loop's accesses do not index the row with one global thread index (gid.x, gid.y or "
-                        "gid.z)"), other  # fmt: skip
+                return (
+                    "a loop's accesses do not index the row with one global thread index (gid.x, gid.y or "
+                    "gid.z)"
+                ), other
             found[i] = (c, form, axes[0])
-    nested = [c for c, _, _ in found if any(o.node != c.loop.node and o.node.start_byte <= c.loop.node.start_byte
-                                            and c.loop.node.end_byte <= o.node.end_byte for o in ir.loops)]  # fmt: skip
+    nested = [
+        c
+        for c, _, _ in found
+        if any(
+            o.node != c.loop.node
+            and o.node.start_byte <= c.loop.node.start_byte
+            and c.loop.node.end_byte <= o.node.end_byte
+            for o in ir.loops
+        )
+    ]
     if nested:
         return f"the loop over {nested[0].var} is nested in another loop", other
     return found, other
@@ -306,8 +355,14 @@ def _trees(ir: KernelIR, loops: list[ColLoop], other: list[Loop]) -> tuple[list[
             (k for k in range(j, len(container_stmts)) if _shared_store(ir, container_stmts[k], shared)), None
         )
         stop = container_stmts[nxt].start_byte if nxt is not None else 1 << 62
-        reads = [a.node for a in ir.accesses if a.space == "shared" and a.base == array and a.kind == "load"
-                 and container_stmts[j - 1].end_byte <= a.node.start_byte < stop]  # fmt: skip
+        reads = [
+            a.node
+            for a in ir.accesses
+            if a.space == "shared"
+            and a.base == array
+            and a.kind == "load"
+            and container_stmts[j - 1].end_byte <= a.node.start_byte < stop
+        ]
         del end
         for r in reads:
             acc_node = next(a for a in ir.accesses if a.node == r)
@@ -429,8 +484,9 @@ def _assigned_between(ir: KernelIR, var: str, start: int, end: int) -> bool:
     return False
 
 
-def _check_builtins(ir: KernelIR, form: str, axis: str, loops: list[ColLoop], trees: list[Tree],
-                    delete: list[Any]) -> str:  # fmt: skip
+def _check_builtins(
+    ir: KernelIR, form: str, axis: str, loops: list[ColLoop], trees: list[Tree], delete: list[Any]
+) -> str:
     """Builtins may appear only where the rewrite re-maps them: the row index (and, per block, the loops)."""
     loop_heads = [(c.loop.node, c.loop.body) for c in loops]
     for n in walk(ir.body):
@@ -521,8 +577,10 @@ def _check_loop_bodies(ir: KernelIR, loops: list[ColLoop], row_sym: str) -> str:
             if _inside(var.decl, body):
                 continue
             if name not in acc_vars:
-                return (f"{name} carries state from one column to the next (line {n.start_point[0] + 1}) and is not "
-                        "an associative accumulator")  # fmt: skip
+                return (
+                    f"{name} carries state from one column to the next (line {n.start_point[0] + 1}) and is not "
+                    "an associative accumulator"
+                )
         for acc in c.accs:
             if acc.value_node is not None and acc.var in ir.identifiers(acc.value_node):
                 return f"the value added to {acc.var} depends on {acc.var}"
@@ -542,8 +600,10 @@ def _check_loop_bodies(ir: KernelIR, loops: list[ColLoop], row_sym: str) -> str:
                 if a.kind != "load" and pitch == Poly():
                     return f"{a.base} is written at the same columns by every row (line {a.line + 1})"
                 if pitch.value is not None and 0 < abs(pitch.value) < 32:
-                    return (f"{a.base}'s rows start {pitch.value} element(s) apart: overlapping windows (a stencil), "
-                            "not rows")  # fmt: skip
+                    return (
+                        f"{a.base}'s rows start {pitch.value} element(s) apart: overlapping windows (a stencil), "
+                        "not rows"
+                    )
         for a in ir.accesses:
             if a.space == "shared" and c.loop in a.loops:
                 return "shared memory inside a loop over the row"
@@ -682,8 +742,11 @@ def points(ctx: RecipeContext, m: Match) -> list[dict[str, Any]]:
     # vec=1: lane-interleaved columns, so every load and store instruction covers 128 contiguous bytes;
     # vec=4: 16-byte loads per lane (fewer instructions, but each store instruction is 4-way strided).
     if n <= 1024 and can_warp:
-        pts = [{"layout": "warp", "threads": 256, "vec": 1}, {"layout": "block", "threads": 128, "vec": 1},
-               {"layout": "warp", "threads": 256, "vec": 4}]  # fmt: skip
+        pts = [
+            {"layout": "warp", "threads": 256, "vec": 1},
+            {"layout": "block", "threads": 128, "vec": 1},
+            {"layout": "warp", "threads": 256, "vec": 4},
+        ]
     elif n <= 2048:
         pts = [{"layout": "block", "threads": 256, "vec": 1}, {"layout": "block", "threads": 512, "vec": 1}]
         if can_warp:
@@ -810,8 +873,10 @@ class _Gen:
         before = f"const {t} {init} = {acc.var};\n{acc.var} = ({t})({ident});\n"
         level = "warp" if self.layout == "warp" else "block"
         self.needed.add((acc.op, t))
-        after = (f"{{\n    const {t} kl_all = {_helper_name(level, acc.op, t)}({acc.var});\n"
-                 f"    {acc.var} = {_OPS[acc.op].format(a=init, b='kl_all')};\n}}\n")  # fmt: skip
+        after = (
+            f"{{\n    const {t} kl_all = {_helper_name(level, acc.op, t)}({acc.var});\n"
+            f"    {acc.var} = {_OPS[acc.op].format(a=init, b='kl_all')};\n}}\n"
+        )
         return before, after
 
     def _loop(self, c: ColLoop, mode: str, common: dict[int, str]) -> str:
@@ -827,14 +892,22 @@ class _Gen:
         vt = " ".join(w for w in c.var_type.split() if w != "const") or "int"
         skip = "" if c.start == Poly() else f"if ({c.var} < ({start})) continue;\n"
         if mode == "cached":
-            inner = (f"#pragma unroll\nfor (int kl_s = 0; kl_s < {self.slots}; ++kl_s) {{\n"
-                     f"    #pragma unroll\n    for (int kl_v = 0; kl_v < {self.velems}; ++kl_v) {{\n"
-                     f"        const {vt} {c.var} = ({vt})(kl_s * {self.tpr * self.velems} + kl_lane * {self.velems} + kl_v);\n"
-                     f"        if ({c.var} >= ({length})) continue;\n"
-                     + _indent(skip, 8) + _indent(body, 8) + "\n    }\n}\n")  # fmt: skip
+            inner = (
+                f"#pragma unroll\nfor (int kl_s = 0; kl_s < {self.slots}; ++kl_s) {{\n"
+                f"    #pragma unroll\n    for (int kl_v = 0; kl_v < {self.velems}; ++kl_v) {{\n"
+                f"        const {vt} {c.var} = ({vt})(kl_s * {self.tpr * self.velems} + kl_lane * {self.velems} + kl_v);\n"
+                f"        if ({c.var} >= ({length})) continue;\n"
+                + _indent(skip, 8)
+                + _indent(body, 8)
+                + "\n    }\n}\n"
+            )
         else:
-            inner = (f"for ({vt} {c.var} = ({vt})kl_lane; {c.var} < ({length}); {c.var} += {self.tpr}) {{\n"
-                     + _indent(skip, 4) + _indent(body, 4) + "\n}\n")  # fmt: skip
+            inner = (
+                f"for ({vt} {c.var} = ({vt})kl_lane; {c.var} < ({length}); {c.var} += {self.tpr}) {{\n"
+                + _indent(skip, 4)
+                + _indent(body, 4)
+                + "\n}\n"
+            )
         before = after = ""
         for acc in c.accs:
             b, a = self._acc_combine(acc)
@@ -858,16 +931,20 @@ class _Gen:
                 out.append(
                     f"const bool kl_al_{arr} = (reinterpret_cast<unsigned long long>(kl_src_{arr}) & {vbytes - 1}) == 0;"
                 )
-                vec_load = (f"    if (kl_al_{arr} && kl_j0 + {self.velems} <= (long long)({length})) {{\n"
-                            f"        const {vtype} kl_pk = __ldg(reinterpret_cast<const {vtype}*>(kl_src_{arr} + kl_j0));\n"
-                            f"        memcpy(&kl_row_{arr}[kl_s * {self.velems}], &kl_pk, {vbytes});\n"
-                            "        continue;\n    }\n")  # fmt: skip
-            out.append(f"#pragma unroll\nfor (int kl_s = 0; kl_s < {self.slots}; ++kl_s) {{\n"
-                       f"    const long long kl_j0 = (long long)kl_s * {self.tpr * self.velems} + kl_lane * {self.velems};\n"
-                       + vec_load +
-                       f"    #pragma unroll\n    for (int kl_v = 0; kl_v < {self.velems}; ++kl_v) {{\n"
-                       f"        kl_row_{arr}[kl_s * {self.velems} + kl_v] = kl_j0 + kl_v < (long long)({length}) ? "
-                       f"kl_src_{arr}[kl_j0 + kl_v] : {ctype}();\n    }}\n}}")  # fmt: skip
+                vec_load = (
+                    f"    if (kl_al_{arr} && kl_j0 + {self.velems} <= (long long)({length})) {{\n"
+                    f"        const {vtype} kl_pk = __ldg(reinterpret_cast<const {vtype}*>(kl_src_{arr} + kl_j0));\n"
+                    f"        memcpy(&kl_row_{arr}[kl_s * {self.velems}], &kl_pk, {vbytes});\n"
+                    "        continue;\n    }\n"
+                )
+            out.append(
+                f"#pragma unroll\nfor (int kl_s = 0; kl_s < {self.slots}; ++kl_s) {{\n"
+                f"    const long long kl_j0 = (long long)kl_s * {self.tpr * self.velems} + kl_lane * {self.velems};\n"
+                + vec_load
+                + f"    #pragma unroll\n    for (int kl_v = 0; kl_v < {self.velems}; ++kl_v) {{\n"
+                f"        kl_row_{arr}[kl_s * {self.velems} + kl_v] = kl_j0 + kl_v < (long long)({length}) ? "
+                f"kl_src_{arr}[kl_j0 + kl_v] : {ctype}();\n    }}\n}}"
+            )
         return "\n".join(out) + "\n"
 
     def _row_body(self) -> str:
@@ -895,8 +972,13 @@ class _Gen:
         if self.slots:
             length = prog.length.c_text(_rename(prog))
             cap = self.slots * self.tpr * self.velems
-            dispatch = (f"if ((long long)({length}) <= {cap}) {{\n" + _indent(self._fill() + render("cached"), 4)
-                        + "\n} else {\n" + _indent(render("stream"), 4) + "\n}")  # fmt: skip
+            dispatch = (
+                f"if ((long long)({length}) <= {cap}) {{\n"
+                + _indent(self._fill() + render("cached"), 4)
+                + "\n} else {\n"
+                + _indent(render("stream"), 4)
+                + "\n}"
+            )
         else:
             dispatch = render("stream")
         rep = dict(common)
@@ -918,10 +1000,12 @@ class _Gen:
             sig = sig.replace("__global__", f"__global__ {lb.strip()}", 1)
         if self.layout == "warp":
             if self.ctx.host_launched:
-                driver = ("    // Each warp runs the rows of its 32 lanes' original threads, one after the other.\n"
-                          "    for (int kl_k = 0; kl_k < 32; ++kl_k) {\n"
-                          "        kl_row_program((long long)(threadIdx.x >> 5) * 32 + kl_k, (long long)blockIdx.x, "
-                          "(long long)blockDim.x);\n    }\n")  # fmt: skip
+                driver = (
+                    "    // Each warp runs the rows of its 32 lanes' original threads, one after the other.\n"
+                    "    for (int kl_k = 0; kl_k < 32; ++kl_k) {\n"
+                    "        kl_row_program((long long)(threadIdx.x >> 5) * 32 + kl_k, (long long)blockIdx.x, "
+                    "(long long)blockDim.x);\n    }\n"
+                )
             elif prog.form == "thread":
                 driver = f"    kl_row_program((long long)(threadIdx.x >> 5), (long long)blockIdx.x, {threads // 32}LL);\n"
             else:
@@ -932,19 +1016,27 @@ class _Gen:
             lane = "    const int kl_lane = threadIdx.x;\n"
         what = ("a warp per row" if self.layout == "warp" else f"a block of {threads} threads per row") + (
             f", the row kept in registers ({self.slots} x {self.velems} elements per thread) when it fits"
-            if self.slots else "")  # fmt: skip
-        return (f"{sig}\n{{\n    // Row-wise rewrite (kernellsp recipe {NAME}): {what}; every reduction loop ends in a\n"
-                "    // butterfly all-reduce with its own operator. The user's statements run inside kl_row_program\n"
-                "    // with the row's thread coordinates re-mapped (kl_vtid/kl_vbid/kl_vbdim).\n"
-                f"{lane}"
-                "    auto kl_row_program = [&](long long kl_vtid, long long kl_vbid, long long kl_vbdim) {\n"
-                f"{_indent(body, 8)}\n    }};\n{driver}}}\n")  # fmt: skip
+            if self.slots
+            else ""
+        )
+        return (
+            f"{sig}\n{{\n    // Row-wise rewrite (kernellsp recipe {NAME}): {what}; every reduction loop ends in a\n"
+            "    // butterfly all-reduce with its own operator. The user's statements run inside kl_row_program\n"
+            "    // with the row's thread coordinates re-mapped (kl_vtid/kl_vbid/kl_vbdim).\n"
+            f"{lane}"
+            "    auto kl_row_program = [&](long long kl_vtid, long long kl_vbid, long long kl_vbdim) {\n"
+            f"{_indent(body, 8)}\n    }};\n{driver}}}\n"
+        )
 
 
 def _rename(prog: RowProgram) -> dict[str, str]:
     ax = prog.axis
-    return {f"gid.{ax}": "(kl_vbid * kl_vbdim + kl_vtid)", f"blockIdx.{ax}": "kl_vbid", f"threadIdx.{ax}": "kl_vtid",
-            f"blockDim.{ax}": "kl_vbdim"}  # fmt: skip
+    return {
+        f"gid.{ax}": "(kl_vbid * kl_vbdim + kl_vtid)",
+        f"blockIdx.{ax}": "kl_vbid",
+        f"threadIdx.{ax}": "kl_vtid",
+        f"blockDim.{ax}": "kl_vbdim",
+    }
 
 
 def _dedent(text: str) -> str:
@@ -963,8 +1055,15 @@ def _indent(text: str, n: int) -> str:
     return "\n".join(pad + line if line.strip() else "" for line in text.rstrip("\n").split("\n"))
 
 
-_OPS = {"sum": "{a} + {b}", "prod": "{a} * {b}", "max": "({b} > {a} ? {b} : {a})", "min": "({b} < {a} ? {b} : {a})",
-        "and": "{a} & {b}", "or": "{a} | {b}", "xor": "{a} ^ {b}"}  # fmt: skip
+_OPS = {
+    "sum": "{a} + {b}",
+    "prod": "{a} * {b}",
+    "max": "({b} > {a} ? {b} : {a})",
+    "min": "({b} < {a} ? {b} : {a})",
+    "and": "{a} & {b}",
+    "or": "{a} | {b}",
+    "xor": "{a} ^ {b}",
+}
 
 
 def _helper_name(level: str, op: str, t: str) -> str:
@@ -975,18 +1074,22 @@ def _helper_code(op: str, t: str, block: bool) -> str:
     """``__device__`` all-reduce helpers for one operator and type (warp butterfly; block through shared)."""
     e = _OPS[op]
     warp = _helper_name("warp", op, t)
-    out = (f"// Every lane of the warp gets the {op} over the warp (butterfly: no broadcast needed).\n"
-           f"__device__ __forceinline__ {t} {warp}({t} v)\n{{\n    #pragma unroll\n"
-           f"    for (int o = 16; o > 0; o >>= 1) {{\n        const {t} w = __shfl_xor_sync(0xffffffffu, v, o);\n"
-           f"        v = {e.format(a='v', b='w')};\n    }}\n    return v;\n}}\n")  # fmt: skip
+    out = (
+        f"// Every lane of the warp gets the {op} over the warp (butterfly: no broadcast needed).\n"
+        f"__device__ __forceinline__ {t} {warp}({t} v)\n{{\n    #pragma unroll\n"
+        f"    for (int o = 16; o > 0; o >>= 1) {{\n        const {t} w = __shfl_xor_sync(0xffffffffu, v, o);\n"
+        f"        v = {e.format(a='v', b='w')};\n    }}\n    return v;\n}}\n"
+    )
     if block:
-        out += (f"\n// Every thread of the block gets the {op} over the block: one partial per warp in shared memory.\n"
-                f"__device__ __forceinline__ {t} {_helper_name('block', op, t)}({t} v)\n{{\n"
-                f"    __shared__ {t} kl_part[32];\n    v = {warp}(v);\n"
-                "    __syncthreads();  // the previous reduction's reads of kl_part are done\n"
-                "    if ((threadIdx.x & 31) == 0) kl_part[threadIdx.x >> 5] = v;\n    __syncthreads();\n"
-                "    v = kl_part[0];\n"
-                "    for (int i = 1; i < (int)((blockDim.x + 31) >> 5); ++i) {\n"
-                f"        const {t} w = kl_part[i];\n        v = {e.format(a='v', b='w')};\n    }}\n"
-                "    return v;\n}\n")  # fmt: skip
+        out += (
+            f"\n// Every thread of the block gets the {op} over the block: one partial per warp in shared memory.\n"
+            f"__device__ __forceinline__ {t} {_helper_name('block', op, t)}({t} v)\n{{\n"
+            f"    __shared__ {t} kl_part[32];\n    v = {warp}(v);\n"
+            "    __syncthreads();  // the previous reduction's reads of kl_part are done\n"
+            "    if ((threadIdx.x & 31) == 0) kl_part[threadIdx.x >> 5] = v;\n    __syncthreads();\n"
+            "    v = kl_part[0];\n"
+            "    for (int i = 1; i < (int)((blockDim.x + 31) >> 5); ++i) {\n"
+            f"        const {t} w = kl_part[i];\n        v = {e.format(a='v', b='w')};\n    }}\n"
+            "    return v;\n}\n"
+        )
     return out

@@ -232,8 +232,9 @@ def _loop_ranges(ir: KernelIR) -> dict[str, tuple[Poly, Poly]] | str:
     return out
 
 
-def _tiled(ctx: RecipeContext, array: str, accs: list[Any], polys: list[Poly],
-           ranges: dict[str, tuple[Poly, Poly]]) -> Tiled | str | None:  # fmt: skip
+def _tiled(
+    ctx: RecipeContext, array: str, accs: list[Any], polys: list[Poly], ranges: dict[str, tuple[Poly, Poly]]
+) -> Tiled | str | None:
     ir = ctx.ir
     pitch = None
     if any(p.depends_on({"gid.y"}) for p in polys):
@@ -379,8 +380,12 @@ def _extents(ir: KernelIR, dims: int) -> tuple[Poly | None, Poly | None] | str:
     for axis in ("x", "y")[:dims]:
         best: Poly | None = None
         for st in ir.stores():
-            bounds = [b for g in st.guards for c in g.conds
-                      if (b := c.bounds_above(Poly.sym(f"gid.{axis}"))) is not None]  # fmt: skip
+            bounds = [
+                b
+                for g in st.guards
+                for c in g.conds
+                if (b := c.bounds_above(Poly.sym(f"gid.{axis}"))) is not None
+            ]
             if not bounds:
                 return f"a store is not bounds-checked on gid.{axis} (line {st.line + 1})"
             for b in bounds:
@@ -529,8 +534,18 @@ def generate(ctx: RecipeContext, m: Match, params: dict[str, Any]) -> Rewrite:
 
 
 class _Gen:
-    def __init__(self, ctx: RecipeContext, st: Stencil, bx: int, by: int, vbx: int, vby: int, per: int,
-                 halo: tuple[int, int, int, int], specialise: bool) -> None:  # fmt: skip
+    def __init__(
+        self,
+        ctx: RecipeContext,
+        st: Stencil,
+        bx: int,
+        by: int,
+        vbx: int,
+        vby: int,
+        per: int,
+        halo: tuple[int, int, int, int],
+        specialise: bool,
+    ) -> None:
         self.ctx, self.ir, self.st = ctx, ctx.ir, st
         self.bx, self.by, self.vbx, self.vby, self.per = bx, by, vbx, vby, per
         self.halo = halo
@@ -572,8 +587,12 @@ class _Gen:
         lines = []
         for t in self.st.tiled:
             a = t.array
-            for name, polys, neg in ((f"kl_hxl_{a}", t.min_x, True), (f"kl_hxr_{a}", t.max_x, False),
-                                     (f"kl_hyl_{a}", t.min_y, True), (f"kl_hyr_{a}", t.max_y, False)):  # fmt: skip
+            for name, polys, neg in (
+                (f"kl_hxl_{a}", t.min_x, True),
+                (f"kl_hxr_{a}", t.max_x, False),
+                (f"kl_hyl_{a}", t.min_y, True),
+                (f"kl_hyr_{a}", t.max_y, False),
+            ):
                 if name.startswith("kl_hy") and self.st.dims == 1:
                     continue
                 expr = "0"
@@ -613,7 +632,8 @@ class _Gen:
                     "        if (kl_tx >= kl_tw) continue;\n"
                     f"        const long long kl_g = (kl_r0 + kl_ty) * (long long)({self._rn(t.pitch)}) + kl_c0 + kl_tx;\n"
                     f"        kl_tile_{a}[kl_i] = (kl_g >= 0 && kl_g < kl_n) ? {a}[kl_g] : {t.ctype}();\n"
-                    "    }\n}")  # fmt: skip
+                    "    }\n}"
+                )
             else:
                 out.append(
                     f"{{\n    const long long kl_c0 = (long long)blockIdx.x * {self.vbx} - kl_hxl_{a};\n"
@@ -622,11 +642,13 @@ class _Gen:
                     f"    for (int kl_tx = threadIdx.x; kl_tx < kl_tw; kl_tx += {self.bx}) {{\n"
                     "        const long long kl_g = kl_c0 + kl_tx;\n"
                     f"        kl_tile_{a}[kl_tx] = (kl_g >= 0 && kl_g < kl_n) ? {a}[kl_g] : {t.ctype}();\n"
-                    "    }\n}")  # fmt: skip
+                    "    }\n}"
+                )
         return "\n".join(out)
 
-    def _lambda(self, name: str, tiled: bool, special: dict[str, int] | None,
-                decided: dict[int, str] | None = None) -> str:  # fmt: skip
+    def _lambda(
+        self, name: str, tiled: bool, special: dict[str, int] | None, decided: dict[int, str] | None = None
+    ) -> str:
         rep = self._virtual()
         rep.update(decided or {})
         if tiled:
@@ -649,8 +671,13 @@ class _Gen:
                 # A pragma needs a line of its own: only loops that are statements of a block get one
                 # (nvcc unrolls the others anyway once their bounds are constants).
                 stmt = n.parent
-                if (n.type == "for" and stmt is not None and stmt.type == "for_statement" and stmt.parent is not None
-                        and stmt.parent.type == "compound_statement"):  # fmt: skip
+                if (
+                    n.type == "for"
+                    and stmt is not None
+                    and stmt.type == "for_statement"
+                    and stmt.parent is not None
+                    and stmt.parent.type == "compound_statement"
+                ):
                     rep[n.id] = "\n#pragma unroll\nfor"
             for f in self.regs:
                 for node in f.nodes:
@@ -736,8 +763,10 @@ class _Gen:
 
     def _calls(self, name: str) -> str:
         if self.st.dims == 2:
-            return (f"#pragma unroll\nfor (int kl_s = 0; kl_s < {self.per}; ++kl_s) "
-                    f"{name}(threadIdx.x, threadIdx.y * {self.per} + kl_s);\n")  # fmt: skip
+            return (
+                f"#pragma unroll\nfor (int kl_s = 0; kl_s < {self.per}; ++kl_s) "
+                f"{name}(threadIdx.x, threadIdx.y * {self.per} + kl_s);\n"
+            )
         return f"#pragma unroll\nfor (int kl_s = 0; kl_s < {self.per}; ++kl_s) {name}(threadIdx.x + {self.bx} * kl_s);\n"
 
     @property
@@ -779,21 +808,34 @@ class _Gen:
         if decided:
             # Interior blocks: the bounds tests the block's position decides are constants there.
             inner = self._lambda("kl_point_inner", True, None, decided)
-            tiled_calls = (f"if ({' && '.join(inner_conds)}) {{\n" + _ind(inner + self._calls("kl_point_inner"), 4)
-                           + "\n} else {\n" + _ind(tiled_calls, 4) + "\n}\n")  # fmt: skip
+            tiled_calls = (
+                f"if ({' && '.join(inner_conds)}) {{\n"
+                + _ind(inner + self._calls("kl_point_inner"), 4)
+                + "\n} else {\n"
+                + _ind(tiled_calls, 4)
+                + "\n}\n"
+            )
         special_block = ""
         values = _param_values(self.ctx) or {}
         if self.specialise and all(s in values for s in st.sizes):
             special = {s: values[s] for s in st.sizes}
             cond = " && ".join(f"{s} == {v}" for s, v in special.items())
-            regs = "".join(f"{f.ctype} kl_w_{f.array}[{f.count_spec}];\n#pragma unroll\nfor (int kl_i = 0; kl_i < "
-                           f"{f.count_spec}; ++kl_i) kl_w_{f.array}[kl_i] = {f.array}[kl_i];\n" for f in self.regs)  # fmt: skip
+            regs = "".join(
+                f"{f.ctype} kl_w_{f.array}[{f.count_spec}];\n#pragma unroll\nfor (int kl_i = 0; kl_i < "
+                f"{f.count_spec}; ++kl_i) kl_w_{f.array}[kl_i] = {f.array}[kl_i];\n"
+                for f in self.regs
+            )
             lam = self._lambda("kl_point_fixed", True, special)
             calls = self._calls("kl_point_fixed")
             if decided:
                 inner = self._lambda("kl_point_fixed_inner", True, special, decided)
-                calls = (f"if ({' && '.join(inner_conds)}) {{\n" + _ind(inner + self._calls("kl_point_fixed_inner"), 4)
-                         + "\n} else {\n" + _ind(calls, 4) + "\n}\n")  # fmt: skip
+                calls = (
+                    f"if ({' && '.join(inner_conds)}) {{\n"
+                    + _ind(inner + self._calls("kl_point_fixed_inner"), 4)
+                    + "\n} else {\n"
+                    + _ind(calls, 4)
+                    + "\n}\n"
+                )
             special_block = f"if ({cond}) {{\n" + _ind(regs + lam + calls, 4) + "\n} else "
         body = (
             f"{tiles}{vdefs}{halos}\n"
@@ -807,11 +849,13 @@ class _Gen:
         what = (f"{self.per} point(s) per thread, " if self.per > 1 else "") + (
             "filter sizes specialised for the spec's main shape" if special_block else ""
         )
-        return (f"{signature_text(self.ctx)}\n{{\n"
-                f"    // Tiled stencil (kernellsp recipe {NAME}): the block's points plus halo are staged in shared\n"
-                f"    // memory; the user's per-point code runs in a lambda reading the tile; {what or 'one point per thread'}.\n"
-                f"    // A halo larger than the tile (another filter size) takes the same code with global reads.\n"
-                f"{body}}}\n")  # fmt: skip
+        return (
+            f"{signature_text(self.ctx)}\n{{\n"
+            f"    // Tiled stencil (kernellsp recipe {NAME}): the block's points plus halo are staged in shared\n"
+            f"    // memory; the user's per-point code runs in a lambda reading the tile; {what or 'one point per thread'}.\n"
+            f"    // A halo larger than the tile (another filter size) takes the same code with global reads.\n"
+            f"{body}}}\n"
+        )
 
 
 def _ind(text: str, n: int) -> str:

@@ -76,8 +76,10 @@ def match(ctx: RecipeContext) -> Match | Decline:
     stores = ir.stores()
     loads = ir.loads()
     if len(stores) != 1 or len(loads) != 1 or stores[0].kind != "store":
-        return Decline(f"a permutation copy has one load and one store; this kernel has {len(loads)} load(s) and "
-                       f"{len(stores)} store(s)")  # fmt: skip
+        return Decline(
+            f"a permutation copy has one load and one store; this kernel has {len(loads)} load(s) and "
+            f"{len(stores)} store(s)"
+        )
     st, ld = stores[0], loads[0]
     if st.base == ld.base:
         return Decline(f"{st.base} is both read and written (in-place permutation)")
@@ -130,8 +132,10 @@ def match(ctx: RecipeContext) -> Match | Decline:
     else:
         for c in coords.coords:
             if spec_expr(ctx, c.extent) is None:
-                return Decline(f"the extent {c.extent} of {c.origin} is not given by the spec's sizes (scalar args "
-                               "with a value)")  # fmt: skip
+                return Decline(
+                    f"the extent {c.extent} of {c.origin} is not given by the spec's sizes (scalar args "
+                    "with a value)"
+                )
     binding = {
         "input": f"{ld.base} ({ctx.dtype(ld.base) or t.ctype})",
         "output": st.base,
@@ -159,8 +163,10 @@ def generate(ctx: RecipeContext, m: Match, params: dict[str, Any]) -> Rewrite:
     if rpt not in (1, 2, 4, 8, 16, 32):
         raise RecipeError(f"rows_per_thread must divide {TILE}")
     code = _code(ctx, t, rpt)
-    grid: list[str | int] = [f"ceil_div({spec_expr(ctx, t.a.extent)}, {TILE})",
-                             f"ceil_div({spec_expr(ctx, t.b.extent)}, {TILE})"]  # fmt: skip
+    grid: list[str | int] = [
+        f"ceil_div({spec_expr(ctx, t.a.extent)}, {TILE})",
+        f"ceil_div({spec_expr(ctx, t.b.extent)}, {TILE})",
+    ]
     if t.batch:
         z = "*".join(f"({spec_expr(ctx, c.extent)})" for c in t.batch)
         grid.append(f"min({z}, 65535)")
@@ -217,9 +223,11 @@ def _batch_open(t: Transpose) -> tuple[str, str]:
     if not t.batch:
         return "", ""
     total = " * ".join(f"({ms.wide(c.extent)})" for c in t.batch)
-    lines = [f"    const long long kl_nz = {total};",
-             "    for (long long kl_z = blockIdx.z; kl_z < kl_nz; kl_z += gridDim.z) {",
-             "        long long kl_rest = kl_z;"]  # fmt: skip
+    lines = [
+        f"    const long long kl_nz = {total};",
+        "    for (long long kl_z = blockIdx.z; kl_z < kl_nz; kl_z += gridDim.z) {",
+        "        long long kl_rest = kl_z;",
+    ]
     for i, c in enumerate(t.batch):
         if i == len(t.batch) - 1:
             lines.append(f"        const long long kl_z{i} = kl_rest;")
@@ -277,8 +285,10 @@ def _host_tile(ctx: RecipeContext, t: Transpose) -> str:
         or not t.a.pivot.startswith("gid.")
         or not t.b.pivot.startswith("gid.")
     ):
-        return ("the kernel's coordinates are not the global thread indices, so the host launch's blocks do not "
-                "cover tiles")  # fmt: skip
+        return (
+            "the kernel's coordinates are not the global thread indices, so the host launch's blocks do not "
+            "cover tiles"
+        )
     ax_a, ax_b = t.a.pivot[4:], t.b.pivot[4:]
     block = ms.block_dims(ctx)
     if block is None:
