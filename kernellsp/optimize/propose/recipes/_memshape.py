@@ -18,7 +18,8 @@ import re
 from dataclasses import dataclass, field
 
 from kernellsp.optimize.propose.recipes.base import RecipeContext, host_int
-from kernellsp.source.ir import Access, Cond, KernelIR, Poly, _pointer_base, _subscript_parts, walk
+from kernellsp.source.ir import Access, Cond, KernelIR, Poly, walk
+from kernellsp.source.ir.expressions import _pointer_base, _subscript_parts
 
 #: Thread symbols that may serve as the pivot of a coordinate (coefficient one), best first.
 _PIVOTS = ("gid.", "threadIdx.")

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 from kernellsp.optimize.propose.recipes import _memshape as ms
 from kernellsp.optimize.propose.recipes.base import RecipeContext
-from kernellsp.source.ir import Access, Cond, Loop, Poly, _strip_parens, walk
+from kernellsp.source.ir import Access, Cond, Loop, Poly, walk
+from kernellsp.source.ir.control import _strip_parens
 
 #: Calls allowed in the output expression and the initial value (pure arithmetic on floats).
 PURE_CALLS = frozenset(
@@ -340,7 +341,7 @@ def _in_subscript_index(n: object) -> bool:
 def _macro_index(ir: object, a: Access, macros: dict[str, tuple[list[str], str]]) -> Poly | None:
     """The element index of ``a`` when it is ``base[MACRO(args)]`` with a one-line integer macro: the body's
     ``+ - *`` arithmetic over the arguments' polynomials (other names are parameters)."""
-    from kernellsp.source.ir import _pointer_base, _subscript_parts
+    from kernellsp.source.ir.expressions import _pointer_base, _subscript_parts
 
     if a.node.type != "subscript_expression":
         return None

@@ -36,7 +36,8 @@ from kernellsp.optimize.propose.recipes.base import (
     signature_text,
 )
 from kernellsp.source import spec as specmod
-from kernellsp.source.ir import Access, Poly, _strip_parens
+from kernellsp.source.ir import Access, Poly
+from kernellsp.source.ir.control import _strip_parens
 
 NAME = "transpose-tiled"
 ARCHETYPE = "transpose"
