@@ -52,81 +52,97 @@ def conjuncts(ir: KernelIR, n: tree_sitter.Node | None, negate: bool = False) ->
 
 
 def _collect_loops(ir: KernelIR) -> None:
-    def depth_of(n: tree_sitter.Node) -> int:
-        d = 0
-        p = n.parent
-        while p is not None and p != ir.body:
-            if p.type in ("for_statement", "while_statement", "do_statement"):
-                d += 1
-            p = p.parent
-        return d
-
     for n in walk(ir.body):
         if n.type == "for_statement":
-            var = var_type = None
-            start = step = None
-            init = n.child_by_field_name("initializer")
-            if init is not None and init.type == "declaration":
-                names = _declared_names(ir, init)
-                if len(names) == 1:
-                    var = names[0][0]
-                    tnode = init.child_by_field_name("type")
-                    var_type = ir.text(tnode)
-                    start_node = names[0][2]
-                    start = ir.poly(start_node) if start_node is not None else None
-            elif init is not None and init.type == "assignment_expression":
-                left = init.child_by_field_name("left")
-                if (
-                    left is not None
-                    and left.type == "identifier"
-                    and ir.text(init.child_by_field_name("operator")) == "="
-                ):
-                    var = ir.text(left)
-                    start = ir.poly(init.child_by_field_name("right"))
-            cond = n.child_by_field_name("condition")
-            conds, _exact = conjuncts(ir, cond) if cond is not None else ([], True)
-            update = n.child_by_field_name("update")
-            if var is not None and update is not None:
-                step = _step_of(ir, update, var)
-            lp = Loop(n, "for", var, var_type, start, conds, step, n.child_by_field_name("body"), depth_of(n))
-            ir.loops.append(lp)
+            ir.loops.append(_for_loop(ir, n))
         elif n.type in ("while_statement", "do_statement"):
             cond = n.child_by_field_name("condition")
             conds, _ = conjuncts(ir, cond) if cond is not None else ([], True)
             kind: Literal["while", "do"] = "while" if n.type == "while_statement" else "do"
-            lp = Loop(n, kind, None, None, None, conds, None, n.child_by_field_name("body"), depth_of(n))
+            lp = Loop(
+                n, kind, None, None, None, conds, None, n.child_by_field_name("body"), _loop_depth(ir, n)
+            )
             lp.var = _while_induction(ir, lp)
             ir.loops.append(lp)
     # Starts and steps are polynomials only now that loop variables are known as symbols.
     for lp in ir.loops:
         if lp.kind == "for" and lp.var is not None:
-            init = lp.node.child_by_field_name("initializer")
-            if init is not None and init.type == "declaration":
-                names = _declared_names(ir, init)
-                if names and names[0][2] is not None:
-                    lp.start = ir.poly(names[0][2])
-            elif init is not None:
-                lp.start = ir.poly(init.child_by_field_name("right"))
-            cond = lp.node.child_by_field_name("condition")
-            lp.conds = conjuncts(ir, cond)[0] if cond is not None else []
-            update = lp.node.child_by_field_name("update")
-            lp.step = _step_of(ir, update, lp.var) if update is not None else None
+            _resolve_for_loop(ir, lp, lp.var)
         elif lp.var is not None and lp.body is not None:
-            local = ir.locals.get(lp.var)
-            lp.var_type = local.ctype if local is not None else None
-            lp.start = (
-                ir.poly(local.value_node) if local is not None and local.value_node is not None else None
-            )
-            upd = _induction_update(ir, lp.body, lp.var)
-            lp.step = _step_of(ir, upd, lp.var) if upd is not None else None
-            cond = lp.node.child_by_field_name("condition")
-            lp.conds = conjuncts(ir, cond)[0] if cond is not None else []
+            _resolve_while_loop(ir, lp, lp.var, lp.body)
         if lp.var is not None and lp.start is not None and lp.step is not None:
             for a in AXES:
                 if lp.start == Poly.sym(f"gid.{a}") and lp.step == Poly.sym(f"blockDim.{a}") * Poly.sym(
                     f"gridDim.{a}"
                 ):
                     lp.grid_stride = a
+
+
+def _loop_depth(ir: KernelIR, n: tree_sitter.Node) -> int:
+    """How many loops of the body enclose ``n``."""
+    d = 0
+    p = n.parent
+    while p is not None and p != ir.body:
+        if p.type in ("for_statement", "while_statement", "do_statement"):
+            d += 1
+        p = p.parent
+    return d
+
+
+def _for_loop(ir: KernelIR, n: tree_sitter.Node) -> Loop:
+    """A ``for`` loop as first met: its variable from ``int i = a`` or ``i = a``, before loop variables are symbols."""
+    var = var_type = None
+    start = step = None
+    init = n.child_by_field_name("initializer")
+    if init is not None and init.type == "declaration":
+        names = _declared_names(ir, init)
+        if len(names) == 1:
+            var = names[0][0]
+            tnode = init.child_by_field_name("type")
+            var_type = ir.text(tnode)
+            start_node = names[0][2]
+            start = ir.poly(start_node) if start_node is not None else None
+    elif init is not None and init.type == "assignment_expression":
+        left = init.child_by_field_name("left")
+        if (
+            left is not None
+            and left.type == "identifier"
+            and ir.text(init.child_by_field_name("operator")) == "="
+        ):
+            var = ir.text(left)
+            start = ir.poly(init.child_by_field_name("right"))
+    cond = n.child_by_field_name("condition")
+    conds, _exact = conjuncts(ir, cond) if cond is not None else ([], True)
+    update = n.child_by_field_name("update")
+    if var is not None and update is not None:
+        step = _step_of(ir, update, var)
+    return Loop(
+        n, "for", var, var_type, start, conds, step, n.child_by_field_name("body"), _loop_depth(ir, n)
+    )
+
+
+def _resolve_for_loop(ir: KernelIR, lp: Loop, var: str) -> None:
+    init = lp.node.child_by_field_name("initializer")
+    if init is not None and init.type == "declaration":
+        names = _declared_names(ir, init)
+        if names and names[0][2] is not None:
+            lp.start = ir.poly(names[0][2])
+    elif init is not None:
+        lp.start = ir.poly(init.child_by_field_name("right"))
+    cond = lp.node.child_by_field_name("condition")
+    lp.conds = conjuncts(ir, cond)[0] if cond is not None else []
+    update = lp.node.child_by_field_name("update")
+    lp.step = _step_of(ir, update, var) if update is not None else None
+
+
+def _resolve_while_loop(ir: KernelIR, lp: Loop, var: str, body: tree_sitter.Node) -> None:
+    local = ir.locals.get(var)
+    lp.var_type = local.ctype if local is not None else None
+    lp.start = ir.poly(local.value_node) if local is not None and local.value_node is not None else None
+    upd = _induction_update(ir, body, var)
+    lp.step = _step_of(ir, upd, var) if upd is not None else None
+    cond = lp.node.child_by_field_name("condition")
+    lp.conds = conjuncts(ir, cond)[0] if cond is not None else []
 
 
 def _induction_update(ir: KernelIR, body: tree_sitter.Node, var: str) -> tree_sitter.Node | None:

@@ -86,19 +86,7 @@ def _declared_names(
 def _collect_locals(ir: KernelIR) -> None:
     for n in walk(ir.body):
         if n.type == "declaration":
-            head = ir.text(n).split("=")[0]
-            shared = "__shared__" in head
-            tnode = n.child_by_field_name("type")
-            ctype = " ".join(
-                ir.text(c) for c in n.children if c.type == "type_qualifier" and ir.text(c) == "const"
-            )
-            ctype = (ctype + " " + ir.text(tnode)).strip()
-            for name, _d, value, is_ptr, is_arr in _declared_names(ir, n):
-                if name in ir.locals:
-                    ir.locals[name].shadowed = True
-                    continue
-                var = LocalVar(name, ctype, n, value, is_pointer=is_ptr, is_array=is_arr, shared=shared)
-                ir.locals[name] = var
+            _record_declaration(ir, n)
         elif n.type == "assignment_expression":
             left = n.child_by_field_name("left")
             if left is not None and left.type == "identifier" and ir.text(left) in ir.locals:
@@ -108,21 +96,7 @@ def _collect_locals(ir: KernelIR) -> None:
             if arg is not None and arg.type == "identifier" and ir.text(arg) in ir.locals:
                 ir.locals[ir.text(arg)].assignments += 1
         elif n.type == "call_expression":
-            f = n.child_by_field_name("function")
-            name = ir.text(f)
-            ir.calls.add(name)
-            if name.startswith("__syncthreads") or name in (
-                "__syncwarp",
-                "__threadfence",
-                "__threadfence_block",
-            ):
-                ir.barriers.append(n)
-            elif (
-                name.startswith("__shfl")
-                or name.startswith("__reduce_")
-                or name in ("__ballot_sync", "__any_sync", "__all_sync", "__match_any_sync")
-            ):
-                ir.warp_ops.append(n)
+            _record_call(ir, n)
         elif n.type in ("return_statement", "break_statement", "continue_statement", "goto_statement"):
             ir.exits.append(n)
     # Local pointers into parameters: `T* p = x + off`, `&x[off]`, `x` (offset 0).
@@ -133,6 +107,40 @@ def _collect_locals(ir: KernelIR) -> None:
         base, off = _pointer_base(ir, var.value_node, pnames, 0)
         if base is not None:
             var.points_to, var.offset = base, off
+
+
+def _record_declaration(ir: KernelIR, n: tree_sitter.Node) -> None:
+    """Each name a declaration introduces becomes a :class:`LocalVar` (a second declaration shadows it)."""
+    head = ir.text(n).split("=")[0]
+    shared = "__shared__" in head
+    tnode = n.child_by_field_name("type")
+    ctype = " ".join(ir.text(c) for c in n.children if c.type == "type_qualifier" and ir.text(c) == "const")
+    ctype = (ctype + " " + ir.text(tnode)).strip()
+    for name, _d, value, is_ptr, is_arr in _declared_names(ir, n):
+        if name in ir.locals:
+            ir.locals[name].shadowed = True
+            continue
+        var = LocalVar(name, ctype, n, value, is_pointer=is_ptr, is_array=is_arr, shared=shared)
+        ir.locals[name] = var
+
+
+def _record_call(ir: KernelIR, n: tree_sitter.Node) -> None:
+    """A called function's name, and the call itself when it is a barrier or a warp-level primitive."""
+    f = n.child_by_field_name("function")
+    name = ir.text(f)
+    ir.calls.add(name)
+    if name.startswith("__syncthreads") or name in (
+        "__syncwarp",
+        "__threadfence",
+        "__threadfence_block",
+    ):
+        ir.barriers.append(n)
+    elif (
+        name.startswith("__shfl")
+        or name.startswith("__reduce_")
+        or name in ("__ballot_sync", "__any_sync", "__all_sync", "__match_any_sync")
+    ):
+        ir.warp_ops.append(n)
 
 
 def _pointer_base(
@@ -154,41 +162,63 @@ def _pointer_base(
         inner = next((c for c in n.named_children), None)
         return _pointer_base(ir, inner, pnames, depth + 1) if inner is not None else (None, None)
     if t == "cast_expression":
-        # A cast to another element type changes the element size: offsets no longer line up.
-        tn = n.child_by_field_name("type")
-        val = n.child_by_field_name("value")
-        base, off = _pointer_base(ir, val, pnames, depth + 1) if val is not None else (None, None)
-        if base is not None:
-            param = ir.param(base)
-            if param is not None and tn is not None and _element_ctype(ir.text(tn)) == param.ctype:
-                return base, off
-        return None, None
+        return _cast_pointer_base(ir, n, pnames, depth)
     if t == "binary_expression":
-        op = ir.text(n.child_by_field_name("operator"))
-        left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
-        if left is None or right is None or op not in ("+", "-"):
-            return None, None
-        base, off = _pointer_base(ir, left, pnames, depth + 1)
-        if base is not None and off is not None:
-            d = ir.poly(right)
-            if d is None:
-                return base, None
-            return base, off + d if op == "+" else off - d
-        if op == "+":
-            base, off = _pointer_base(ir, right, pnames, depth + 1)
-            if base is not None and off is not None:
-                d = ir.poly(left)
-                return base, (off + d) if d is not None else None
-        return None, None
+        return _sum_pointer_base(ir, n, pnames, depth)
     if t == "pointer_expression" and ir.text(n.child_by_field_name("operator")) == "&":
-        arg = n.child_by_field_name("argument")
-        if arg is not None and arg.type == "subscript_expression":
-            bnode, idx = _subscript_parts(ir, arg)
-            if bnode is not None:
-                b, off = _pointer_base(ir, bnode, pnames, depth + 1)
-                if b is not None and off is not None:
-                    d = ir.poly(idx) if idx is not None else None
-                    return b, (off + d) if d is not None else None
+        return _address_pointer_base(ir, n, pnames, depth)
+    return None, None
+
+
+def _cast_pointer_base(
+    ir: KernelIR, n: tree_sitter.Node, pnames: set[str], depth: int
+) -> tuple[str | None, Poly | None]:
+    """``(T*)x``: the base of ``x`` when ``T`` is the parameter's own element type."""
+    # A cast to another element type changes the element size: offsets no longer line up.
+    tn = n.child_by_field_name("type")
+    val = n.child_by_field_name("value")
+    base, off = _pointer_base(ir, val, pnames, depth + 1) if val is not None else (None, None)
+    if base is not None:
+        param = ir.param(base)
+        if param is not None and tn is not None and _element_ctype(ir.text(tn)) == param.ctype:
+            return base, off
+    return None, None
+
+
+def _sum_pointer_base(
+    ir: KernelIR, n: tree_sitter.Node, pnames: set[str], depth: int
+) -> tuple[str | None, Poly | None]:
+    """``x + off``, ``x - off`` and ``off + x``."""
+    op = ir.text(n.child_by_field_name("operator"))
+    left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+    if left is None or right is None or op not in ("+", "-"):
+        return None, None
+    base, off = _pointer_base(ir, left, pnames, depth + 1)
+    if base is not None and off is not None:
+        d = ir.poly(right)
+        if d is None:
+            return base, None
+        return base, off + d if op == "+" else off - d
+    if op == "+":
+        base, off = _pointer_base(ir, right, pnames, depth + 1)
+        if base is not None and off is not None:
+            d = ir.poly(left)
+            return base, (off + d) if d is not None else None
+    return None, None
+
+
+def _address_pointer_base(
+    ir: KernelIR, n: tree_sitter.Node, pnames: set[str], depth: int
+) -> tuple[str | None, Poly | None]:
+    """``&x[off]``."""
+    arg = n.child_by_field_name("argument")
+    if arg is not None and arg.type == "subscript_expression":
+        bnode, idx = _subscript_parts(ir, arg)
+        if bnode is not None:
+            b, off = _pointer_base(ir, bnode, pnames, depth + 1)
+            if b is not None and off is not None:
+                d = ir.poly(idx) if idx is not None else None
+                return b, (off + d) if d is not None else None
     return None, None
 
 
@@ -219,6 +249,18 @@ def _int_literal(text: str) -> int | None:
     return int(body)
 
 
+#: Casts spelled as calls that keep an integer index an integer.
+_INT_CASTS = (
+    "static_cast<int>",
+    "static_cast<unsigned>",
+    "static_cast<size_t>",
+    "static_cast<long>",
+    "static_cast<long long>",
+    "static_cast<unsigned int>",
+    "static_cast<int64_t>",
+)
+
+
 def _to_poly(ir: KernelIR, n: tree_sitter.Node, seen: frozenset[str], depth: int = 0) -> Poly | None:
     if depth > 60:
         return None
@@ -227,24 +269,7 @@ def _to_poly(ir: KernelIR, n: tree_sitter.Node, seen: frozenset[str], depth: int
         v = _int_literal(ir.text(n))
         return Poly.const(v) if v is not None else None
     if t == "identifier":
-        name = ir.text(n)
-        var = ir.locals.get(name)
-        if var is not None:
-            if (
-                var.assignments == 0
-                and not var.shadowed
-                and var.value_node is not None
-                and not var.is_pointer
-                and not var.is_array
-                and name not in seen
-                and not _is_loop_var(ir, name)
-            ):
-                return _to_poly(ir, var.value_node, seen | {name}, depth + 1)
-            return Poly.sym(name)
-        if name in ir.model.defines:
-            v = _define_value(ir, name)
-            return Poly.const(v) if v is not None else Poly.sym(name)
-        return Poly.sym(name)
+        return _identifier_poly(ir, n, seen, depth)
     if t == "field_expression":
         arg, fld = n.child_by_field_name("argument"), n.child_by_field_name("field")
         if arg is not None and fld is not None and ir.text(arg) in BUILTINS and ir.text(fld) in AXES:
@@ -260,70 +285,97 @@ def _to_poly(ir: KernelIR, n: tree_sitter.Node, seen: frozenset[str], depth: int
             return None
         return _to_poly(ir, val, seen, depth + 1) if val is not None else None
     if t == "call_expression":
-        fname = ir.text(n.child_by_field_name("function"))
-        args = n.child_by_field_name("arguments")
-        argn = [c for c in args.named_children if c.type != "comment"] if args is not None else []
-        if fname in ("__umul24", "__mul24", "__umul64hi") and len(argn) == 2 and fname != "__umul64hi":
-            a, b = _to_poly(ir, argn[0], seen, depth + 1), _to_poly(ir, argn[1], seen, depth + 1)
-            return a * b if a is not None and b is not None else None
-        if (
-            fname
-            in (
-                "static_cast<int>",
-                "static_cast<unsigned>",
-                "static_cast<size_t>",
-                "static_cast<long>",
-                "static_cast<long long>",
-                "static_cast<unsigned int>",
-                "static_cast<int64_t>",
-            )
-            and len(argn) == 1
-        ):
-            return _to_poly(ir, argn[0], seen, depth + 1)
-        return None
+        return _call_poly(ir, n, seen, depth)
     if t == "binary_expression":
-        op = ir.text(n.child_by_field_name("operator"))
-        left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
-        if left is None or right is None:
-            return None
-        a = _to_poly(ir, left, seen, depth + 1)
-        b = _to_poly(ir, right, seen, depth + 1)
-        if a is None or b is None:
-            return None
-        if op == "+":
-            return a + b
-        if op == "-":
-            return a - b
-        if op == "*":
-            return a * b
-        if op == "<<" and b.value is not None and 0 <= b.value < 63:
-            return a * (1 << b.value)
-        if op in ("/", "%") and ir._divmod_atoms and (a.value is None or b.value is None) and b != 0:
-            num, den = fold_gid(a), fold_gid(b)
-            name = f"{'div' if op == '/' else 'mod'}({num}|{den})"
-            ir.divmods.setdefault(name, (op, num, den))
-            return Poly.sym(name)
-        if op in ("/", ">>", "%") and a.value is not None and b.value is not None and b.value != 0:
-            av, bv = a.value, b.value
-            if op == "/":
-                q = abs(av) // abs(bv)
-                return Poly.const(q if (av >= 0) == (bv >= 0) else -q)
-            if op == ">>":
-                return Poly.const(av >> bv)
-            r = abs(av) % abs(bv)
-            return Poly.const(r if av >= 0 else -r)
-        return None
+        return _binary_poly(ir, n, seen, depth)
     if t == "unary_expression":
-        op = ir.text(n.child_by_field_name("operator"))
-        arg = n.child_by_field_name("argument")
-        a = _to_poly(ir, arg, seen, depth + 1) if arg is not None else None
-        if a is None:
-            return None
-        if op == "-":
-            return -a
-        if op == "+":
-            return a
+        return _unary_poly(ir, n, seen, depth)
+    return None
+
+
+def _identifier_poly(ir: KernelIR, n: tree_sitter.Node, seen: frozenset[str], depth: int) -> Poly | None:
+    """A local with one value is substituted; a ``#define`` constant is its value; any other name a symbol."""
+    name = ir.text(n)
+    var = ir.locals.get(name)
+    if var is not None:
+        if (
+            var.assignments == 0
+            and not var.shadowed
+            and var.value_node is not None
+            and not var.is_pointer
+            and not var.is_array
+            and name not in seen
+            and not _is_loop_var(ir, name)
+        ):
+            return _to_poly(ir, var.value_node, seen | {name}, depth + 1)
+        return Poly.sym(name)
+    if name in ir.model.defines:
+        v = _define_value(ir, name)
+        return Poly.const(v) if v is not None else Poly.sym(name)
+    return Poly.sym(name)
+
+
+def _call_poly(ir: KernelIR, n: tree_sitter.Node, seen: frozenset[str], depth: int) -> Poly | None:
+    """``__umul24(a, b)``/``__mul24(a, b)`` and integer ``static_cast``s; any other call is no polynomial."""
+    fname = ir.text(n.child_by_field_name("function"))
+    args = n.child_by_field_name("arguments")
+    argn = [c for c in args.named_children if c.type != "comment"] if args is not None else []
+    if fname in ("__umul24", "__mul24", "__umul64hi") and len(argn) == 2 and fname != "__umul64hi":
+        a, b = _to_poly(ir, argn[0], seen, depth + 1), _to_poly(ir, argn[1], seen, depth + 1)
+        return a * b if a is not None and b is not None else None
+    if fname in _INT_CASTS and len(argn) == 1:
+        return _to_poly(ir, argn[0], seen, depth + 1)
+    return None
+
+
+def _binary_poly(ir: KernelIR, n: tree_sitter.Node, seen: frozenset[str], depth: int) -> Poly | None:
+    op = ir.text(n.child_by_field_name("operator"))
+    left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+    if left is None or right is None:
         return None
+    a = _to_poly(ir, left, seen, depth + 1)
+    b = _to_poly(ir, right, seen, depth + 1)
+    if a is None or b is None:
+        return None
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op == "<<" and b.value is not None and 0 <= b.value < 63:
+        return a * (1 << b.value)
+    if op in ("/", "%") and ir._divmod_atoms and (a.value is None or b.value is None) and b != 0:
+        num, den = fold_gid(a), fold_gid(b)
+        name = f"{'div' if op == '/' else 'mod'}({num}|{den})"
+        ir.divmods.setdefault(name, (op, num, den))
+        return Poly.sym(name)
+    if op in ("/", ">>", "%") and a.value is not None and b.value is not None and b.value != 0:
+        return Poly.const(_fold_int_op(op, a.value, b.value))
+    return None
+
+
+def _fold_int_op(op: str, av: int, bv: int) -> int:
+    """``av / bv``, ``av >> bv`` or ``av % bv`` with C's truncation toward zero."""
+    if op == "/":
+        q = abs(av) // abs(bv)
+        return q if (av >= 0) == (bv >= 0) else -q
+    if op == ">>":
+        return av >> bv
+    r = abs(av) % abs(bv)
+    return r if av >= 0 else -r
+
+
+def _unary_poly(ir: KernelIR, n: tree_sitter.Node, seen: frozenset[str], depth: int) -> Poly | None:
+    op = ir.text(n.child_by_field_name("operator"))
+    arg = n.child_by_field_name("argument")
+    a = _to_poly(ir, arg, seen, depth + 1) if arg is not None else None
+    if a is None:
+        return None
+    if op == "-":
+        return -a
+    if op == "+":
+        return a
     return None
 
 
