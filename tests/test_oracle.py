@@ -294,7 +294,8 @@ def _gate_check(
     base: list[float], cand: list[float], oracle_out: list[float] | None, build_problem: str | None = None
 ) -> tuple[Any, dict[str, Any], list[str]]:
     """_check_shape on one float output ``out`` with one input set per value; returns (verdict, details, calls)."""
-    from kernellsp.optimize.verify.gate import VerifyOptions, _check_shape
+    from kernellsp.optimize.verify.correctness_gate import _check_shape
+    from kernellsp.optimize.verify.gate import VerifyOptions
 
     calls: list[str] = []
     results = {

@@ -373,12 +373,13 @@ def test_error_budget_refuses_a_half_read_reduction_that_the_tolerance_lets_thro
 
 
 def test_input_seeds_derive_from_the_run_seed() -> None:
-    from kernellsp.optimize.verify.gate import _derive, _describe_set
+    from kernellsp.optimize.verify.correctness_gate import _describe_set
+    from kernellsp.optimize.verify.session import derive_seed
 
-    seeds = [_derive(12345, k) for k in range(300)]
+    seeds = [derive_seed(12345, k) for k in range(300)]
     assert len(set(seeds)) == 300 and all(0 <= s < 2**63 for s in seeds)
-    assert seeds == [_derive(12345, k) for k in range(300)]  # replay: same run seed, same inputs
-    assert _derive(12346, 0) != seeds[0]
+    assert seeds == [derive_seed(12345, k) for k in range(300)]  # replay: same run seed, same inputs
+    assert derive_seed(12346, 0) != seeds[0]
     assert _describe_set("17") == "seed 17"
     assert _describe_set("17:spikes") == "seed 17, spikes pattern"
     assert _describe_set("17@12") == "the inputs of timed launch 12 (seed 17)"
@@ -386,7 +387,7 @@ def test_input_seeds_derive_from_the_run_seed() -> None:
 
 
 def test_sanitizer_plan_covers_every_distinct_shape_with_the_tools_that_apply() -> None:
-    from kernellsp.optimize.verify.gate import _sanitizer_plan
+    from kernellsp.optimize.verify.sanitizer_gate import _sanitizer_plan
     from kernellsp.run import harness
     from kernellsp.source import spec
     from kernellsp.source.model import parse_source
@@ -421,7 +422,7 @@ def test_hazard_checks_are_bounded_on_heavy_shapes_only_after_passing_a_smaller_
     shape gets hazard_check_budget_s and is recorded as bounded; on the first shape running out is a refusal."""
     from types import SimpleNamespace
 
-    from kernellsp.optimize.verify.gate import _sanitize, _sanitizer_plan
+    from kernellsp.optimize.verify.sanitizer_gate import _sanitizer_plan, sanitize
     from kernellsp.run import harness
     from kernellsp.run.runner import RunnerError
     from kernellsp.source import spec
@@ -457,12 +458,12 @@ def test_hazard_checks_are_bounded_on_heavy_shapes_only_after_passing_a_smaller_
 
     slow = {heavy}
     details: dict = {}
-    assert _sanitize(session, "softmax_row", plan, opts, lambda *_: None, text, details) is None  # type: ignore[arg-type]
+    assert sanitize(session, "softmax_row", plan, opts, lambda *_: None, text, details) is None  # type: ignore[arg-type]
     bounded = [(d["tool"], d["shape"], d["bounded"]) for d in details["sanitizer"] if d.get("bounded")]
     assert bounded == [("racecheck", heavy, "stopped after 60 s (hazard_check_budget_s)")]
     assert ("racecheck", smallest, 300) in calls and ("racecheck", heavy, 60) in calls
     assert ("memcheck", heavy, 300) in calls  # memcheck is never bounded
 
     slow, calls = {smallest}, []
-    verdict = _sanitize(session, "softmax_row", plan, opts, lambda *_: None, text, {})  # type: ignore[arg-type]
+    verdict = sanitize(session, "softmax_row", plan, opts, lambda *_: None, text, {})  # type: ignore[arg-type]
     assert verdict is not None and verdict.kind == "timeout"

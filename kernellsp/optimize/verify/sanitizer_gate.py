@@ -1,0 +1,180 @@
+"""The sanitizer gate (step 4 of :mod:`kernellsp.optimize.verify.gate`): compute-sanitizer on the candidate."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any
+
+from kernellsp.optimize.verify.session import Session, derive_seed, first_line
+from kernellsp.optimize.verify.verdict import Progress, Verdict, VerifyOptions, reject
+from kernellsp.run import harness
+from kernellsp.run.runner import RunnerError
+
+_SANITIZER_PADDING: dict[str, bool] = {}
+_SYNC_TOKENS = re.compile(r"sync|barrier")
+#: Tools whose cost grows with every shared-memory access (bounded on heavy shapes: hazard_check_budget_s).
+_HAZARD_TOOLS = frozenset({"racecheck", "synccheck"})
+
+
+def _sanitizer_plan(
+    plan: harness.HarnessPlan, opts: VerifyOptions, candidate: str, static_smem: int
+) -> list[tuple[int, list[str]]]:
+    """(shape, tools) to run: every distinct shape (or the smallest), each tool where it can find something.
+
+    memcheck always; racecheck (shared-memory hazards) when the kernel has shared memory or is a host
+    launcher (whose kernels we cannot see); synccheck when the candidate names a barrier or a ``*_sync``
+    warp primitive; initcheck for host launchers (scratch they allocate is the only global memory the
+    harness does not initialise: inputs are filled and outputs poisoned before every launch).
+    """
+    seen: dict[str, int] = {}
+    for sp in plan.shapes:
+        seen.setdefault(json.dumps(sp.sizes, sort_keys=True), sp.index)
+    shapes = sorted(seen.values(), key=lambda i: (sum(plan.shapes[i].counts.values()), i))
+    if not opts.sanitize_all_shapes:
+        shapes = shapes[:1]
+    host = plan.kind == "host"
+    out = []
+    for i in shapes:
+        tools = []
+        for t in opts.sanitizer_tools:
+            if t == "racecheck" and not (host or static_smem > 0 or (plan.shapes[i].smem or 0) > 0):
+                continue
+            if t == "synccheck" and not _SYNC_TOKENS.search(candidate):
+                continue
+            if t == "initcheck" and not host:
+                continue
+            tools.append(t)
+        out.append((i, tools))
+    return out
+
+
+def sanitize(
+    s: Session,
+    entry: str,
+    plan: harness.HarnessPlan,
+    opts: VerifyOptions,
+    say: Progress,
+    candidate: str,
+    details: dict[str, Any],
+) -> Verdict | None:
+    tool = s.runner.which("compute-sanitizer")
+    if tool is None:
+        return reject(
+            "sanitizer_unavailable",
+            entry,
+            "compute-sanitizer is not installed on the runner, so the "
+            "candidate cannot be accepted (it ships with the CUDA toolkit; put it on PATH)",
+        )
+    if tool not in _SANITIZER_PADDING:
+        try:
+            _SANITIZER_PADDING[tool] = "--padding" in s.run([tool, "--help"], gpu=False, timeout=60).output
+        except RunnerError:
+            _SANITIZER_PADDING[tool] = False
+    runs = _sanitizer_plan(plan, opts, candidate, s.cand_static_smem)
+    details["sanitizer"] = []
+    total = sum(len(tools) for _, tools in runs)
+    passed: set[str] = set()  # hazard tools that already passed on a smaller shape
+    k = 0
+    for shape, tools in runs:
+        for t in tools:
+            k += 1
+            bounded = t in _HAZARD_TOOLS and t in passed
+            limit = (
+                min(opts.hazard_check_budget_s, opts.sanitizer_timeout_s)
+                if bounded
+                else opts.sanitizer_timeout_s
+            )
+            say(f"compute-sanitizer {t}, shape {shape}", 66 + 8 * k / max(total, 1))
+            wrapper = [tool, "--tool", t, "--error-exitcode", "86", "--print-limit", "5"]
+            if t == "memcheck":
+                wrapper += ["--leak-check", "no"]
+                if _SANITIZER_PADDING[tool]:
+                    # Allocations side by side would hide an overflow into the next one: memcheck pads them.
+                    wrapper += ["--padding", "4096"]
+            t0 = time.monotonic()
+            # --alloc plain: exact cudaMalloc sizes, so memcheck sees an access even one byte past the end.
+            try:
+                res, out, _ = s.harness_run(
+                    "h_cand",
+                    "check",
+                    shape,
+                    0,
+                    wrapper=wrapper,
+                    alloc="plain",
+                    sets=[harness.input_set(derive_seed(s.run_seed, 200 + shape))],
+                    timeout=limit,
+                )
+            except RunnerError as exc:
+                if exc.kind == "timeout" and bounded:
+                    # The hazard passed on a smaller shape; on this one only its first `limit` seconds ran.
+                    details["sanitizer"].append(
+                        {
+                            "tool": t,
+                            "shape": shape,
+                            "seconds": round(time.monotonic() - t0, 3),
+                            "bounded": f"stopped after {limit:g} s (hazard_check_budget_s)",
+                        }
+                    )
+                    say(
+                        f"compute-sanitizer {t} on shape {shape}: stopped after {limit:g} s (passed on a smaller shape)",
+                        None,
+                    )
+                    continue
+                if exc.kind == "timeout":
+                    return reject(
+                        "timeout",
+                        entry,
+                        f"compute-sanitizer {t} did not finish on shape {shape} within "
+                        f"{opts.sanitizer_timeout_s:g} s; the candidate cannot be accepted unchecked",
+                        tool=t,
+                        shape=shape,
+                    )
+                raise
+            details["sanitizer"].append(
+                {"tool": t, "shape": shape, "seconds": round(time.monotonic() - t0, 3)}
+            )
+            text = res.output
+            if res.returncode == 86 or ("ERROR SUMMARY: 0 errors" not in text and "ERROR SUMMARY" in text):
+                first = next(
+                    (
+                        ln.strip()
+                        for ln in text.splitlines()
+                        if ln.startswith("========= ")
+                        and (
+                            "Invalid" in ln
+                            or "hazard" in ln.lower()
+                            or "Error" in ln
+                            or "Uninitialized" in ln
+                            or "Barrier" in ln
+                        )
+                    ),
+                    first_line(text, 2),
+                )
+                return reject(
+                    "sanitizer",
+                    entry,
+                    f"compute-sanitizer {t} found errors on shape {shape}: {first}",
+                    tool=t,
+                    shape=shape,
+                    report=text[-4000:],
+                )
+            if out is None or not out.ok:
+                # No result.json: the program died before writing it (a signal, a crash in the driver, a
+                # resource limit); the tool's own output is the evidence.
+                why = (
+                    out.error
+                    if out
+                    else f"it ended without a result (exit {res.returncode}): {first_line(text, 3)}"
+                )
+                return reject(
+                    "runtime_error",
+                    entry,
+                    f"the candidate failed under compute-sanitizer {t} on shape {shape}: {why}",
+                    tool=t,
+                    shape=shape,
+                    report=text[-4000:],
+                )
+            passed.add(t)
+    return None
