@@ -674,13 +674,8 @@ def optimize(
     import threading
 
     from kernellsp.build.nvcc import Cancelled
-    from kernellsp.optimize.loop import (
-        ApplyError,
-        OptimizeError,
-        OptimizeOptions,
-        apply_result,
-        default_proposers,
-    )
+    from kernellsp.optimize.apply import ApplyError, apply_result
+    from kernellsp.optimize.loop import OptimizeError, OptimizeOptions, default_proposers
     from kernellsp.optimize.loop import optimize as run_optimize
     from kernellsp.optimize.propose.base import ProposerError
     from kernellsp.optimize.verify.gate import VerifyError, VerifyOptions
@@ -1028,7 +1023,7 @@ def verify(
 @app.command()
 def history(file: Annotated[Path | None, typer.Argument(help="Only this file.")] = None) -> None:
     """Show what the rewrite loop tried: idea, proposer, verdict, predicted vs measured gain."""
-    from kernellsp.optimize.loop import Memory, _rel, state_dir
+    from kernellsp.optimize.evidence import Memory, _rel, state_dir
 
     base = file if file is not None else Path.cwd() / "x.cu"
     mem = Memory(state_dir(base) / "memory.json")
@@ -1082,7 +1077,7 @@ def revert_cmd(
     force: Annotated[bool, typer.Option("--force", help="Restore even if the file changed since.")] = False,
 ) -> None:
     """Restore the file from the backup kept by `optimize --apply`."""
-    from kernellsp.optimize.loop import ApplyError, revert
+    from kernellsp.optimize.apply import ApplyError, revert
 
     try:
         backup = revert(file, force)

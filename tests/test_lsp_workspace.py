@@ -11,7 +11,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 from test_lsp_support import client, client_name, open_doc, publications, workspace
 
-from kernellsp.optimize.loop import record_backup
+from kernellsp.optimize.apply import record_backup
 
 
 async def _run(client: LanguageClient, command: str, *args: object) -> Any:

@@ -18,20 +18,14 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from kernellsp.cli import app
+from kernellsp.optimize.apply import ApplyError, apply_result, record_backup, revert, side_file
+from kernellsp.optimize.evidence import Memory, _write_bundle, state_dir
 from kernellsp.optimize.loop import (
-    ApplyError,
     CandidateRecord,
-    Memory,
     OptimizeError,
     OptimizeOptions,
     OptimizeResult,
-    _write_bundle,
-    apply_result,
-    record_backup,
     replay,
-    revert,
-    side_file,
-    state_dir,
 )
 from kernellsp.optimize.propose.base import ProposalContext
 from kernellsp.optimize.propose.tuner import Tuner

@@ -32,7 +32,8 @@ from conftest import SAMPLES_DIR, requires_nvcc  # noqa: E402
 
 from kernellsp.build.nvcc import Cancelled  # noqa: E402
 from kernellsp.optimize import fanout  # noqa: E402
-from kernellsp.optimize.loop import Memory, OptimizeOptions, state_dir  # noqa: E402
+from kernellsp.optimize.evidence import Memory, state_dir  # noqa: E402
+from kernellsp.optimize.loop import OptimizeOptions  # noqa: E402
 from kernellsp.optimize.propose.tuner import Tuner  # noqa: E402
 from kernellsp.optimize.verify import gate  # noqa: E402
 from kernellsp.run.pool import Pool, PoolError, describe_workers  # noqa: E402

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from gpuinfo import gpu_slug, local_gpu_name
 
-from kernellsp.optimize.loop import OptimizeOptions, apply_result, optimize, replay, revert
+from kernellsp.optimize.apply import apply_result, revert
+from kernellsp.optimize.loop import OptimizeOptions, optimize, replay
 from kernellsp.optimize.propose.tuner import Tuner
 from kernellsp.optimize.verify.gate import VerifyOptions, verify
 from kernellsp.profile.ncu import runner_environment

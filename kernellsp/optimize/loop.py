@@ -16,10 +16,7 @@ is unchanged since the run began, after a backup in ``.kernellsp/backups/``; :fu
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -30,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kernellsp.findings import Finding
+from kernellsp.optimize.evidence import Memory, _fresh_dir, _hash, _read_json, _rel, _write_bundle, state_dir
 from kernellsp.optimize.propose.base import Candidate, ProposalContext, Proposer, ProposerError
 from kernellsp.optimize.verify.gate import Verdict, VerifyError, VerifyOptions, unified_diff, verify
 from kernellsp.rules import engine as rulesmod
@@ -136,79 +134,6 @@ class OptimizeResult:
 
 
 # --------------------------------------------------------------------------------------------------
-# Workspace state: memory, bundles, backups
-
-
-def state_dir(path: Path) -> Path:
-    root = specmod.find_workspace_root(path) or path.resolve().parent
-    return root / ".kernellsp"
-
-
-class Memory:
-    """``.kernellsp/memory.json``: per file, entry and idea, what was tried and how it went."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.records: list[dict[str, Any]] = self._load(path)
-        #: Records added since the last save (only these are written: the file may have grown meanwhile).
-        self._unsaved: list[dict[str, Any]] = []
-
-    @staticmethod
-    def _load(path: Path) -> list[dict[str, Any]]:
-        if not path.is_file():
-            return []
-        # A damaged history (it is only a record of attempts) starts afresh rather than stopping the loop.
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            data = None
-        records = data.get("records") if isinstance(data, dict) else None
-        return (
-            [
-                r
-                for r in records
-                if isinstance(r, dict) and isinstance(r.get("file"), str) and isinstance(r.get("entry"), str)
-            ]
-            if isinstance(records, list)
-            else []
-        )
-
-    def tried(self, file: str, entry: str) -> list[dict[str, Any]]:
-        return [r for r in self.records if r.get("file") == file and r.get("entry") == entry]
-
-    def add(self, rec: dict[str, Any]) -> None:
-        self.records.append(rec)
-        self._unsaved.append(rec)
-
-    def save(self) -> None:
-        """Append this run's new records to the file as it is now, under a lock: runs of several entries of one
-        workspace (``optimize --all``) save side by side, and none may drop another's records."""
-        import fcntl
-
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_name(self.path.name + ".lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            records = self._load(self.path) + self._unsaved
-            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
-            tmp.write_text(json.dumps({"version": 1, "records": records}, indent=1) + "\n")
-            tmp.replace(self.path)
-        self._unsaved = []
-        self.records = records
-
-
-def _rel(path: Path) -> str:
-    root = specmod.find_workspace_root(path)
-    try:
-        return str(path.resolve().relative_to(root)) if root else path.name
-    except ValueError:
-        return str(path.resolve())
-
-
-def _hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-# --------------------------------------------------------------------------------------------------
 # The loop
 
 
@@ -236,6 +161,24 @@ def default_proposers(settings: Any, ruleset: rulesmod.RuleSet | None, which: st
     return out
 
 
+@dataclass
+class _Run:
+    """What every step of one run shares: the file, the runner and where the run's records go."""
+
+    path: Path
+    text: str
+    entry: str
+    runner: Runner
+    env: dict[str, Any]
+    cancel: threading.Event
+    say: Progress
+    emit: Event
+    memory: Memory
+    rel: str
+    stamp: str
+    bundle: Path
+
+
 def optimize(
     path: Path,
     text: str,
@@ -258,16 +201,7 @@ def optimize(
     cancel = cancel if cancel is not None else threading.Event()
     opts = options or OptimizeOptions()
     opts.verify.min_gain_pct = opts.min_gain_pct
-    # Rounds only select a champion: one seed and no sanitizer keep them quick. The final verification
-    # of the champion against the original runs every gate in full.
-    round_opts = VerifyOptions(
-        **{
-            **asdict(opts.verify),
-            "seeds": min(opts.round_seeds, opts.verify.seeds),
-            "sanitize": opts.round_sanitize and opts.verify.sanitize,
-            "sanitize_all_shapes": False,
-        }
-    )
+    round_opts = _round_verify_options(opts)
     say = progress or (lambda _m, _p: None)
     emit = on_event or (lambda _e: None)
     t0 = time.monotonic()
@@ -286,11 +220,23 @@ def optimize(
         say(box.describe(), None)
     env = {**env, "sandbox": box.to_dict()}
     sdir = state_dir(path)
-    memory = Memory(sdir / "memory.json")
-    rel = _rel(path)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     bundle = _fresh_dir((bundle_root or sdir / "runs") / f"{stamp}-{path.stem}-{entry}")
     (bundle / f"original{path.suffix}").write_text(text)
+    run = _Run(
+        path,
+        text,
+        entry,
+        runner,
+        env,
+        cancel,
+        say,
+        emit,
+        Memory(sdir / "memory.json"),
+        _rel(path),
+        stamp,
+        bundle,
+    )
     champion = text
     champion_speedup = 1.0
     records: list[CandidateRecord] = []
@@ -306,134 +252,13 @@ def optimize(
             stop = "time budget"
             break
         rounds_run = rnd
-        cmodel = parse_source(champion, str(path))
-        cbound = specmod.entry_spec(cmodel, entry)
-        assert cbound is not None  # the scope gate refuses a candidate without the entry's spec
-        tried = memory.tried(rel, entry) + [
-            {
-                "key": r.key,
-                "transform": r.description,
-                "verdict": r.verdict,
-                "description": r.description,
-                "speedup": r.speedup_vs_champion,
-            }
-            for r in records
-        ]
-        ctx = ProposalContext(
-            str(path), champion, text, entry, cmodel, cbound, list(findings or []), profile, tried, rnd
-        )
-        cands: list[Candidate] = []
-        for p in proposers:
-            if len(cands) >= opts.candidates:
-                break
-            say(f"round {rnd}: asking the {p.name} for candidates", None)
-            try:
-                got = p.propose(ctx, opts.candidates - len(cands))
-            except ProposerError as exc:
-                emit({"event": "proposer_error", "proposer": p.name, "message": str(exc)})
-                continue
-            keys = {c.key for c in cands}
-            cands.extend(c for c in got if c.key not in keys)
+        ctx = _proposal_context(run, champion, records, findings, profile, rnd)
+        cands = _gather_candidates(proposers, ctx, opts.candidates, rnd, say, emit)
         if not cands:
             stop = "no new candidates"
             break
-        best: tuple[float, Candidate, Verdict] | None = None
-
-        def check(
-            i: int, cand: Candidate, base: str = champion, rnd: int = rnd, n: int = len(cands)
-        ) -> tuple[Verdict, float]:
-            emit(
-                {
-                    "event": "candidate",
-                    "round": rnd,
-                    "index": i,
-                    "of": n,
-                    "description": cand.description,
-                    "proposer": cand.proposer,
-                }
-            )
-            c0 = time.monotonic()
-            label = f"round {rnd}, candidate {i + 1}/{n} ({cand.description})"
-            try:
-                v = verify(
-                    path,
-                    base,
-                    cand.text,
-                    entry,
-                    runner,
-                    round_opts,
-                    env,
-                    cancel,
-                    lambda msg, pct: say(f"{label}: {msg}", pct),
-                )
-            except VerifyError as exc:
-                v = Verdict("error", False, str(exc), entry)
-            return v, time.monotonic() - c0
-
-        # Candidates build in parallel; their GPU steps serialise on the runner's GPU lock.
-        with ThreadPoolExecutor(max_workers=max(1, min(len(cands), opts.parallel))) as pool:
-            futures = [pool.submit(check, i, cand) for i, cand in enumerate(cands)]
-            try:
-                outcomes = [f.result() for f in futures]
-            except BaseException:
-                # Ctrl-C (or any error) here: stop the running verifications now, not after they finish
-                # (leaving the with-block waits for every worker).
-                cancel.set()
-                raise
-        for i, (cand, (v, secs)) in enumerate(zip(cands, outcomes, strict=True)):
-            rec = CandidateRecord(
-                rnd,
-                i,
-                cand.key,
-                cand.description,
-                cand.proposer,
-                cand.rules,
-                cand.predicted_gain_pct,
-                v.kind,
-                v.message,
-                v.speedup,
-                secs,
-                v.stats["baseline_median_ms"] if v.stats else None,
-                v.stats["candidate_median_ms"] if v.stats else None,
-            )
-            records.append(rec)
-            cdir = bundle / "candidates" / f"r{rnd}-{i}-{cand.key}"
-            cdir.mkdir(parents=True, exist_ok=True)
-            (cdir / f"candidate{path.suffix}").write_text(cand.text)
-            (cdir / "diff.patch").write_text(unified_diff(champion, cand.text, path.name))
-            (cdir / "verdict.json").write_text(json.dumps(v.to_dict(), indent=1, default=str) + "\n")
-            memory.add(
-                {
-                    "file": rel,
-                    "entry": entry,
-                    "key": cand.key,
-                    "transform": cand.description,
-                    "description": cand.description,
-                    "proposer": cand.proposer,
-                    "rules": cand.rules,
-                    "verdict": v.kind,
-                    "message": v.message[:500],
-                    "predicted_gain_pct": cand.predicted_gain_pct,
-                    "measured_speedup": v.speedup,
-                    "baseline": _hash(champion),
-                    "time": stamp,
-                    "gpu": env.get("gpu"),
-                }
-            )
-            memory.save()
-            emit(
-                {
-                    "event": "verdict",
-                    "round": rnd,
-                    "index": i,
-                    "verdict": v.kind,
-                    "message": v.message,
-                    "speedup": v.speedup,
-                    "best": champion_speedup,
-                }
-            )
-            if v.accepted and v.speedup and (best is None or v.speedup > best[0]):
-                best = (v.speedup, cand, v)
+        outcomes = _verify_candidates(run, cands, champion, rnd, round_opts, opts.parallel)
+        best = _record_verdicts(run, cands, outcomes, champion, champion_speedup, rnd, records)
         if best is None:
             no_gain += 1
             if no_gain >= opts.patience:
@@ -458,22 +283,7 @@ def optimize(
             break
     final: Verdict | None = None
     if champion != text and not (cancel is not None and cancel.is_set()):
-        say("final verification of the champion against the original", None)
-        fopts = opts.verify
-        try:
-            final = verify(
-                path,
-                text,
-                champion,
-                entry,
-                runner,
-                fopts,
-                env,
-                cancel,
-                lambda m, p: say(f"final check: {m}", p),
-            )
-        except VerifyError as exc:
-            final = Verdict("error", False, str(exc), entry)
+        final = _final_verdict(run, champion, opts.verify)
     elif cancel is not None and cancel.is_set():
         stop = "cancelled"
     result = OptimizeResult(
@@ -496,218 +306,213 @@ def optimize(
     return result
 
 
-def _fresh_dir(want: Path) -> Path:
-    """``want``, or ``want-2``, ``want-3``... whichever does not exist yet, created: runs that start in the same
-    second on files of one name (``optimize --all`` over ``a/k.cu`` and ``b/k.cu``) never share a bundle."""
-    want.parent.mkdir(parents=True, exist_ok=True)
-    n = 1
-    while True:
-        d = want if n == 1 else want.with_name(f"{want.name}-{n}")
-        try:
-            d.mkdir()
-            return d
-        except FileExistsError:
-            n += 1
+def _round_verify_options(opts: OptimizeOptions) -> VerifyOptions:
+    # Rounds only select a champion: one seed and no sanitizer keep them quick. The final verification
+    # of the champion against the original runs every gate in full.
+    return VerifyOptions(
+        **{
+            **asdict(opts.verify),
+            "seeds": min(opts.round_seeds, opts.verify.seeds),
+            "sanitize": opts.round_sanitize and opts.verify.sanitize,
+            "sanitize_all_shapes": False,
+        }
+    )
 
 
-def _write_bundle(bundle: Path, path: Path, result: OptimizeResult) -> None:
-    (bundle / f"champion{path.suffix}").write_text(result.champion_text)
-    (bundle / "diff.patch").write_text(result.diff())
-    if result.final is not None:
-        (bundle / "final-verdict.json").write_text(
-            json.dumps(result.final.to_dict(), indent=1, default=str) + "\n"
-        )
-    (bundle / "summary.json").write_text(json.dumps(result.summary(), indent=1, default=str) + "\n")
-    (bundle / "environment.json").write_text(json.dumps(result.environment, indent=1, default=str) + "\n")
-    lines = [f"# kernellsp optimize {Path(result.path).name} :: {result.entry}", ""]
-    if result.accepted and result.final is not None:
-        lines.append(f"Accepted: {result.final.message}")
-    else:
-        lines.append(
-            f"No verified improvement ({result.final.kind + ': ' + result.final.message if result.final else result.stop_reason})."
-        )
-    lines += [
-        "",
-        f"Stop: {result.stop_reason}; rounds {result.rounds_run}; wall {result.wall_s:.1f} s",
-        "",
-        "| round | candidate | proposer | verdict | speedup vs champion | message |",
-        "|---|---|---|---|---:|---|",
+def _proposal_context(
+    run: _Run,
+    champion: str,
+    records: list[CandidateRecord],
+    findings: list[Finding] | None,
+    profile: dict[str, Any] | None,
+    rnd: int,
+) -> ProposalContext:
+    """What the proposers see in round ``rnd``: the champion, the original, and every idea tried so far."""
+    cmodel = parse_source(champion, str(run.path))
+    cbound = specmod.entry_spec(cmodel, run.entry)
+    assert cbound is not None  # the scope gate refuses a candidate without the entry's spec
+    tried = run.memory.tried(run.rel, run.entry) + [
+        {
+            "key": r.key,
+            "transform": r.description,
+            "verdict": r.verdict,
+            "description": r.description,
+            "speedup": r.speedup_vs_champion,
+        }
+        for r in records
     ]
-    for c in result.candidates:
-        sp = f"{c.speedup_vs_champion:.3f}" if c.speedup_vs_champion else ""
-        lines.append(
-            f"| {c.round} | {c.description} | {c.proposer} | {c.verdict} | {sp} | {c.message[:160]} |"
+    return ProposalContext(
+        str(run.path),
+        champion,
+        run.text,
+        run.entry,
+        cmodel,
+        cbound,
+        list(findings or []),
+        profile,
+        tried,
+        rnd,
+    )
+
+
+def _gather_candidates(
+    proposers: list[Proposer], ctx: ProposalContext, limit: int, rnd: int, say: Progress, emit: Event
+) -> list[Candidate]:
+    """Up to ``limit`` candidates of distinct keys, asking each proposer in turn until there are enough."""
+    cands: list[Candidate] = []
+    for p in proposers:
+        if len(cands) >= limit:
+            break
+        say(f"round {rnd}: asking the {p.name} for candidates", None)
+        try:
+            got = p.propose(ctx, limit - len(cands))
+        except ProposerError as exc:
+            emit({"event": "proposer_error", "proposer": p.name, "message": str(exc)})
+            continue
+        keys = {c.key for c in cands}
+        cands.extend(c for c in got if c.key not in keys)
+    return cands
+
+
+def _verify_candidates(
+    run: _Run, cands: list[Candidate], champion: str, rnd: int, round_opts: VerifyOptions, parallel: int
+) -> list[tuple[Verdict, float]]:
+    """Each candidate's verdict against the champion, with the seconds it took."""
+
+    def check(
+        i: int, cand: Candidate, base: str = champion, rnd: int = rnd, n: int = len(cands)
+    ) -> tuple[Verdict, float]:
+        run.emit(
+            {
+                "event": "candidate",
+                "round": rnd,
+                "index": i,
+                "of": n,
+                "description": cand.description,
+                "proposer": cand.proposer,
+            }
         )
-    (bundle / "summary.md").write_text("\n".join(lines) + "\n")
+        c0 = time.monotonic()
+        label = f"round {rnd}, candidate {i + 1}/{n} ({cand.description})"
+        try:
+            v = verify(
+                run.path,
+                base,
+                cand.text,
+                run.entry,
+                run.runner,
+                round_opts,
+                run.env,
+                run.cancel,
+                lambda msg, pct: run.say(f"{label}: {msg}", pct),
+            )
+        except VerifyError as exc:
+            v = Verdict("error", False, str(exc), run.entry)
+        return v, time.monotonic() - c0
+
+    # Candidates build in parallel; their GPU steps serialise on the runner's GPU lock.
+    with ThreadPoolExecutor(max_workers=max(1, min(len(cands), parallel))) as pool:
+        futures = [pool.submit(check, i, cand) for i, cand in enumerate(cands)]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            # Ctrl-C (or any error) here: stop the running verifications now, not after they finish
+            # (leaving the with-block waits for every worker).
+            run.cancel.set()
+            raise
+
+
+def _record_verdicts(
+    run: _Run,
+    cands: list[Candidate],
+    outcomes: list[tuple[Verdict, float]],
+    champion: str,
+    champion_speedup: float,
+    rnd: int,
+    records: list[CandidateRecord],
+) -> tuple[float, Candidate, Verdict] | None:
+    """Record each verdict (``records``, the bundle, the memory, an event); return the fastest accepted
+    candidate of the round, if any."""
+    best: tuple[float, Candidate, Verdict] | None = None
+    path = run.path
+    for i, (cand, (v, secs)) in enumerate(zip(cands, outcomes, strict=True)):
+        rec = CandidateRecord(
+            rnd,
+            i,
+            cand.key,
+            cand.description,
+            cand.proposer,
+            cand.rules,
+            cand.predicted_gain_pct,
+            v.kind,
+            v.message,
+            v.speedup,
+            secs,
+            v.stats["baseline_median_ms"] if v.stats else None,
+            v.stats["candidate_median_ms"] if v.stats else None,
+        )
+        records.append(rec)
+        cdir = run.bundle / "candidates" / f"r{rnd}-{i}-{cand.key}"
+        cdir.mkdir(parents=True, exist_ok=True)
+        (cdir / f"candidate{path.suffix}").write_text(cand.text)
+        (cdir / "diff.patch").write_text(unified_diff(champion, cand.text, path.name))
+        (cdir / "verdict.json").write_text(json.dumps(v.to_dict(), indent=1, default=str) + "\n")
+        run.memory.add(
+            {
+                "file": run.rel,
+                "entry": run.entry,
+                "key": cand.key,
+                "transform": cand.description,
+                "description": cand.description,
+                "proposer": cand.proposer,
+                "rules": cand.rules,
+                "verdict": v.kind,
+                "message": v.message[:500],
+                "predicted_gain_pct": cand.predicted_gain_pct,
+                "measured_speedup": v.speedup,
+                "baseline": _hash(champion),
+                "time": run.stamp,
+                "gpu": run.env.get("gpu"),
+            }
+        )
+        run.memory.save()
+        run.emit(
+            {
+                "event": "verdict",
+                "round": rnd,
+                "index": i,
+                "verdict": v.kind,
+                "message": v.message,
+                "speedup": v.speedup,
+                "best": champion_speedup,
+            }
+        )
+        if v.accepted and v.speedup and (best is None or v.speedup > best[0]):
+            best = (v.speedup, cand, v)
+    return best
+
+
+def _final_verdict(run: _Run, champion: str, fopts: VerifyOptions) -> Verdict:
+    """The champion verified from scratch against the original, every gate in full: this verdict alone decides."""
+    run.say("final verification of the champion against the original", None)
+    try:
+        return verify(
+            run.path,
+            run.text,
+            champion,
+            run.entry,
+            run.runner,
+            fopts,
+            run.env,
+            run.cancel,
+            lambda m, p: run.say(f"final check: {m}", p),
+        )
+    except VerifyError as exc:
+        return Verdict("error", False, str(exc), run.entry)
 
 
 # --------------------------------------------------------------------------------------------------
-# Apply, revert, replay
-
-
-class ApplyError(RuntimeError):
-    """The result could not be written; the user's file is untouched."""
-
-
-def _read_json(path: Path, error: type[RuntimeError]) -> Any:
-    """JSON from a file kernellsp wrote; a damaged file becomes ``error`` naming it, never a traceback."""
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise error(f"{path} cannot be read ({exc}); it was edited or damaged") from None
-
-
-def side_file(path: Path, text: str) -> Path:
-    """Save a verified result next to ``path`` (``NAME.kernellsp.cu``, or ``NAME.kernellsp-2.cu`` ... when that
-    exists: an earlier result is never overwritten) when it cannot be applied."""
-    side = path.with_name(path.stem + ".kernellsp" + path.suffix)
-    n = 2
-    while side.exists():
-        side = path.with_name(f"{path.stem}.kernellsp-{n}{path.suffix}")
-        n += 1
-    encoding = _encoding_of(path) if path.exists() else "utf-8"
-    try:
-        text.encode(encoding)
-    except UnicodeEncodeError:
-        encoding = "utf-8"
-    _write_text(side, text, encoding)
-    return side
-
-
-def _read_user_text(path: Path) -> str:
-    """The file's text exactly as the CLI and the editor read it (line endings kept, latin-1 fallback)."""
-    from kernellsp.check import read_source
-
-    text, err = read_source(path)
-    if text is None:
-        raise ApplyError(f"{path}: {err}")
-    return text
-
-
-def _encoding_of(path: Path) -> str:
-    """How :func:`_read_user_text` decoded the file: UTF-8, or latin-1 for bytes that are not UTF-8."""
-    try:
-        path.read_bytes().decode("utf-8")
-        return "utf-8"
-    except (UnicodeDecodeError, OSError):
-        return "latin-1"
-
-
-def _write_bytes(path: Path, data: bytes, like: Path | None = None) -> None:
-    """Write atomically (temp file + rename), keeping ``like``'s permission bits."""
-    tmp = path.with_name(path.name + ".kernellsp-tmp")
-    tmp.write_bytes(data)
-    if like is not None and like.exists():
-        shutil.copymode(like, tmp)
-    tmp.replace(path)
-
-
-def _write_text(path: Path, text: str, encoding: str = "utf-8", like: Path | None = None) -> None:
-    """Write ``text`` byte for byte (no newline translation) in ``encoding``, atomically."""
-    _write_bytes(path, text.encode(encoding), like)
-
-
-def _backup_entries(index: Path) -> list[dict[str, Any]]:
-    """The backup index, checked: a list of records naming the file, its backup and the written text's hash."""
-    entries = _read_json(index, ApplyError) if index.is_file() else []
-    keys = ("file", "backup", "written_hash")
-    if not isinstance(entries, list) or not all(
-        isinstance(e, dict) and all(isinstance(e.get(k), str) for k in keys) for e in entries
-    ):
-        raise ApplyError(
-            f"{index} cannot be read (expected a list of backup records); it was edited or damaged"
-        )
-    return entries
-
-
-def record_backup(
-    path: Path, original: str, written: str, bundle: str | None, encoding: str = "utf-8"
-) -> Path:
-    """Keep ``original`` (in the file's ``encoding``) in ``.kernellsp/backups`` and note what replaced it
-    (for :func:`revert`)."""
-    backups = state_dir(path) / "backups"
-    backups.mkdir(parents=True, exist_ok=True)
-    index = backups / "index.json"
-    entries = _backup_entries(index)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    backup = backups / f"{path.name}.{stamp}.bak"
-    _write_text(backup, original, encoding)
-    entries.append(
-        {
-            "file": str(path.resolve()),
-            "backup": str(backup),
-            "written_hash": _hash(written),
-            "bundle": bundle,
-            "time": stamp,
-        }
-    )
-    _write_text(index, json.dumps(entries, indent=1) + "\n")
-    return backup
-
-
-def apply_result(path: Path, result: OptimizeResult) -> Path:
-    """Write the champion to ``path`` if the file still holds the original text; return the backup path.
-
-    A symlink is followed (the file it names is edited); the file's mode is kept; a read-only file (no write
-    permission, or no write bit at all) is refused: replacing it would only need the directory's.
-    """
-    if not result.accepted:
-        raise ApplyError("nothing to apply: no candidate passed every gate")
-    path = path.resolve()
-    current = _read_user_text(path)
-    if current != result.original_text:
-        side = side_file(path, result.champion_text)
-        raise ApplyError(
-            f"{path} changed since the run began; the verified result was saved beside it as {side}"
-        )
-    if (
-        not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222
-    ):  # no write bit: read-only even for root
-        side = side_file(path, result.champion_text)
-        raise ApplyError(f"{path} is read-only; the verified result was saved beside it as {side}")
-    encoding = _encoding_of(path)
-    try:
-        result.champion_text.encode(encoding)
-    except UnicodeEncodeError:
-        side = side_file(path, result.champion_text)
-        raise ApplyError(
-            f"{path} is {encoding} text and the result has characters {encoding} cannot hold; it was "
-            f"saved beside it (UTF-8) as {side}"
-        ) from None
-    backup = record_backup(path, current, result.champion_text, result.bundle, encoding)
-    _write_text(path, result.champion_text, encoding, like=path)
-    return backup
-
-
-def revert(path: Path, force: bool = False) -> Path:
-    """Restore the newest backup of ``path``; refuses if the file changed since kernellsp wrote it.
-
-    With ``force`` the text being replaced is kept too (``NAME.TIME.before-revert.bak`` beside the backups).
-    """
-    path = path.resolve()
-    index = state_dir(path) / "backups" / "index.json"
-    entries = _backup_entries(index)
-    mine = [e for e in entries if e["file"] == str(path)]
-    if not mine:
-        raise ApplyError(f"no kernellsp backup of {path} (nothing was applied to it)")
-    last = mine[-1]
-    if not Path(last["backup"]).is_file():
-        raise ApplyError(f"the backup {last['backup']} of {path} is gone; nothing to restore")
-    if path.exists():
-        current = _read_user_text(path)
-        if _hash(current) != last["written_hash"]:
-            if not force:
-                raise ApplyError(
-                    f"{path} changed after kernellsp wrote it; use --force to restore {last['backup']} anyway"
-                )
-            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-            shutil.copy2(path, index.parent / f"{path.name}.{stamp}.before-revert.bak")
-    elif not force:
-        raise ApplyError(f"{path} no longer exists; use --force to restore {last['backup']} there")
-    _write_bytes(path, Path(last["backup"]).read_bytes(), like=path if path.exists() else None)
-    entries.remove(last)
-    _write_text(index, json.dumps(entries, indent=1) + "\n")
-    return Path(last["backup"])
+# Replay
 
 
 def replay(

@@ -29,14 +29,8 @@ from kernellsp.lsp.convert import RangeMapper
 from kernellsp.lsp.features.code_actions import kind_requested, workspace_edit
 from kernellsp.lsp.jobs import ProgressReporter
 from kernellsp.lsp.server import KernelLspServer
-from kernellsp.optimize.loop import (
-    OptimizeError,
-    OptimizeOptions,
-    default_proposers,
-    optimize,
-    record_backup,
-    side_file,
-)
+from kernellsp.optimize.apply import record_backup, side_file
+from kernellsp.optimize.loop import OptimizeError, OptimizeOptions, default_proposers, optimize
 from kernellsp.optimize.propose.base import ProposerError
 from kernellsp.optimize.verify.gate import VerifyError
 from kernellsp.rules.engine import load_rules

@@ -29,7 +29,7 @@ from kernellsp.lsp.features.diagnostics import client_options, start_check
 from kernellsp.lsp.jobs import ProgressReporter
 from kernellsp.lsp.server import CommandError, KernelLspServer
 from kernellsp.lsp.worker import check_document
-from kernellsp.optimize.loop import ApplyError, revert
+from kernellsp.optimize.apply import ApplyError, revert
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ def parse_label(description: str) -> tuple[str, str] | None:
 
 def memory_records(path: str) -> list[dict[str, Any]]:
     """Every memory record of the workspace that holds ``path`` (all files: recipes learn across kernels)."""
-    from kernellsp.optimize.loop import Memory, state_dir
+    from kernellsp.optimize.evidence import Memory, state_dir
 
     try:
         return Memory(state_dir(Path(path)) / "memory.json").records
