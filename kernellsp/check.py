@@ -9,7 +9,6 @@ note; bad input never raises: unreadable or binary files become file errors with
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import re
 import threading
@@ -20,14 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernellsp.build import occupancy, toolchain
+from kernellsp.build import toolchain
 from kernellsp.build.flags import BuildFlags
-from kernellsp.build.nvcc import DEFAULT_ARCH, BuildResult, Cancelled, build, include_graph, match_kernel
+from kernellsp.build.nvcc import DEFAULT_ARCH, BuildResult, Cancelled, build, include_graph
 from kernellsp.findings import Finding, Range, Severity, line_range
 from kernellsp.rules import engine as rules
 from kernellsp.rules import selection as rule_selection
-from kernellsp.source import exprs, spec
+from kernellsp.rules.static_metrics import kernel_metrics
 from kernellsp.source import facts as analysis
+from kernellsp.source import spec
 from kernellsp.source.model import Function, SourceModel, parse_source
 
 CUDA_SUFFIXES = (".cu", ".cuh")
@@ -216,180 +216,6 @@ def utf8_problem(data: bytes) -> tuple[int, str] | None:
         line,
         f"the file is not valid UTF-8 ({what}); kernellsp read it as Latin-1, so columns and text may be off",
     )
-
-
-# --------------------------------------------------------------------------------------------------
-# Metrics
-
-
-def _numeric_defines(model: SourceModel) -> dict[str, exprs.Value]:
-    out: dict[str, exprs.Value] = {}
-    for k, v in model.defines.items():
-        try:
-            val = exprs.evaluate(v.strip() or "x", out)
-        except exprs.ExprError:
-            continue
-        if isinstance(val, int | float) and not isinstance(val, bool):
-            out[k] = val
-    return out
-
-
-def _dim3_product(text: str, names: dict[str, exprs.Value], caller_text: str) -> int | None:
-    """Threads in a launch-site block expression: ``256``, ``BS``, ``dim3(16, 16)`` or a dim3 variable."""
-    text = text.strip()
-    m = re.fullmatch(r"dim3\s*[({](.*)[)}]", text)
-    if not m and re.fullmatch(r"[A-Za-z_]\w*", text) and text not in names:
-        decl = re.search(rf"\bdim3\s+{re.escape(text)}\s*[({{](.*?)[)}}]\s*;", caller_text)
-        if decl:
-            m = decl
-    parts = [p for p in m.group(1).split(",")] if m else [text]
-    total = 1
-    for p in parts:
-        try:
-            v = exprs.evaluate_int(p.strip().rstrip("uUlL"), names)
-        except exprs.ExprError:
-            return None
-        total *= v
-    return total
-
-
-def _launch_facts(fn: Function, model: SourceModel, bound: spec.BoundSpec | None) -> dict[str, Any]:
-    """block_size, block_source, smem_dynamic and grid_can_overshoot for one kernel."""
-    out: dict[str, Any] = {"has_spec": bound is not None}
-    if bound is not None and bound.spec.launch is not None:
-        s = bound.spec
-        overshoot = False
-        main: tuple[list[int], list[int], int] | None = None
-        for shape in s.all_shapes():
-            try:
-                names = s.resolved_sizes(shape)
-            except exprs.ExprError:
-                continue
-            dims = spec.launch_dims(s.launch, names)  # type: ignore[arg-type]
-            if isinstance(dims, str):
-                continue
-            if main is None:
-                main = dims
-            threads = math.prod(dims[0]) * math.prod(dims[1])
-            counts = []
-            for a in s.args.values():
-                if a.count is not None:
-                    with contextlib.suppress(exprs.ExprError):
-                        counts.append(exprs.evaluate_int(a.count, names))
-            if counts and threads > max(counts):
-                overshoot = True
-        if main is not None:
-            out.update(block_size=math.prod(main[1]), block_source="spec", smem_dynamic=main[2])
-        out["grid_can_overshoot"] = overshoot
-        return out
-    names = _numeric_defines(model)
-    sites = model.launches_of(fn.name)
-    overshoot = False
-    for site in sites:
-        caller = model.function(site.caller) if site.caller else None
-        caller_text = model.text[caller.span.start_byte : caller.span.end_byte] if caller else ""
-        if len(site.config) >= 2 and "block_size" not in out:
-            bs = _dim3_product(site.config[1], names, caller_text)
-            if bs is not None:
-                out.update(block_size=bs, block_source=f"launch site line {site.span.start_line + 1}")
-        if len(site.config) >= 3 and "smem_dynamic" not in out:
-            with contextlib.suppress(exprs.ExprError):
-                out["smem_dynamic"] = exprs.evaluate_int(site.config[2], names)
-        grid = site.config[0] if site.config else ""
-        # ceil_div(n, b), (n + b - 1) / b and friends round the grid up: the last block can overshoot.
-        if re.search(r"ceil_div|cdiv", grid) or ("+" in grid and "/" in grid):
-            overshoot = True
-    if "block_size" not in out and fn.launch_bounds:
-        first = fn.launch_bounds.split(",")[0]
-        with contextlib.suppress(exprs.ExprError):
-            out.update(block_size=exprs.evaluate_int(first, names), block_source="__launch_bounds__")
-    out.setdefault("smem_dynamic", 0)
-    out["grid_can_overshoot"] = overshoot
-    return out
-
-
-def kernel_metrics(
-    fn: Function,
-    model: SourceModel,
-    facts: analysis.KernelFacts,
-    build_result: BuildResult | None,
-    bound: spec.BoundSpec | None,
-    arch: str,
-) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
-    """Kernel-scope metrics and per-line metrics (0-based line → values) for one kernel."""
-    km: dict[str, Any] = {"kernel": fn.name, "arch": arch}
-    km.update(_launch_facts(fn, model, bound))
-    km["readonly_unqualified"] = len(facts.readonly_unqualified)
-    km["readonly_names"] = ", ".join(facts.readonly_unqualified)
-    km["uses_double_params"] = facts.uses_double_params
-    sass_by_line: dict[int, dict[str, int]] = {}
-    matched = []
-    if build_result is not None and build_result.ok:
-        matched = [r for r in build_result.resources if match_kernel(r.mangled, fn.name)]
-    if matched:
-        worst = max(matched, key=lambda r: (r.registers, r.stack_frame, r.spill_stores))
-        km.update(
-            registers=worst.registers,
-            spill_stores=worst.spill_stores,
-            spill_loads=worst.spill_loads,
-            stack_frame=worst.stack_frame,
-            smem_static=worst.smem_static,
-            cmem=worst.cmem,
-            barriers=worst.barriers,
-            instantiations=len(matched),
-        )
-        assert build_result is not None
-        km["sass_available"] = build_result.sass_available
-        if build_result.sass_available:
-            # fp64 belongs to the instantiations that ask for it: with axpy<float> and axpy<double> in one file,
-            # the double one's DFMAs say nothing about the float one, so its fp64 counts stay out of the lines
-            # (every instantiation a double one: the kernel's data is double, and KL401 has nothing to say).
-            doubles = {r.mangled for r in matched if toolchain.instantiation_uses_double(r.mangled)}
-            if doubles and len(doubles) == len(matched):
-                km["uses_double_params"] = True
-            for r in matched:
-                for ln, counts in build_result.sass_lines.get(r.mangled, {}).items():
-                    acc = sass_by_line.setdefault(ln, {})
-                    for k, v in counts.items():
-                        if k == "fp64" and r.mangled in doubles and len(doubles) < len(matched):
-                            continue
-                        acc[k] = max(acc.get(k, 0), v)
-            km["fp64_insts"] = sum(c.get("fp64", 0) for c in sass_by_line.values())
-            km["local_insts"] = sum(
-                c.get("local_ld", 0) + c.get("local_st", 0) for c in sass_by_line.values()
-            )
-        bs = km.get("block_size")
-        lim = occupancy.arch_limits(arch)
-        km["max_blocks_per_sm"] = lim.max_blocks
-        km["max_warps_per_sm"] = lim.max_warps
-        if isinstance(bs, int) and bs > 0:
-            occ = occupancy.compute(
-                arch, bs, worst.registers, worst.smem_static, int(km.get("smem_dynamic", 0))
-            )
-            if occ.limiter != "invalid":
-                km.update(
-                    occupancy_pct=occ.occupancy_pct,
-                    occupancy_limiter=occ.limiter,
-                    blocks_per_sm=occ.blocks_per_sm,
-                    limit_registers=occ.limit_registers,
-                    limit_shared_memory=occ.limit_shared_memory,
-                    limit_warps=occ.limit_warps,
-                )
-    lines: dict[int, dict[str, Any]] = {}
-    for ln in set(facts.lines) | set(sass_by_line):
-        lm: dict[str, Any] = {"line": ln + 1}
-        lf = facts.lines.get(ln)
-        lm.update(analysis.as_line_metrics(lf or analysis.LineFacts()))
-        sass = sass_by_line.get(ln)
-        if km.get("sass_available"):
-            sass = sass or {}
-            lm["fp64_ops"] = sass.get("fp64", 0)
-            lm["local_ops"] = sass.get("local_ld", 0) + sass.get("local_st", 0)
-            lm["atomic_insts"] = sass.get("atomic_global", 0)
-        else:
-            lm["fp64_ops"] = lm["double_literals"] + lm["double_decls"]
-        lines[ln] = lm
-    return km, lines
 
 
 # --------------------------------------------------------------------------------------------------
@@ -591,32 +417,7 @@ def check_text(
         if f is not None:
             report.findings.append(f)
     if build_result is not None:
-        # A message about a project header lands on the #include that brings the header in.
-        headers = (
-            include_graph(path, model.lines, search_dirs)
-            if any(m.file for m in build_result.messages)
-            else {}
-        )
-        for msg in build_result.messages:
-            if msg.severity == "remark":
-                continue
-            emitter = "nvcc-error" if msg.severity == "error" else "nvcc-warning"
-            ln = msg.line if msg.line is not None and msg.line < max(1, len(model.lines)) else 0
-            where = ""
-            if msg.line is None and msg.file is not None:
-                with contextlib.suppress(OSError, ValueError):
-                    ln = headers.get(Path(msg.file).resolve(), ln)
-                where = f"in {_near(msg.file, path)}:{msg.file_line}: "
-            text_line = model.lines[ln] if ln < len(model.lines) else None
-            f = _builtin(
-                ruleset,
-                emitter,
-                spath,
-                line_range(ln, text_line),
-                {"message": f"{msg.tool}: {where}{msg.message}" + (f" [#{msg.code}]" if msg.code else "")},
-            )
-            if f is not None:
-                report.findings.append(f)
+        report.findings.extend(_compiler_findings(ruleset, path, model, build_result, search_dirs))
     spec_by_entry = {b.entry: b for b in bound}
     launched_by_entry = {s.kernel for b in bound for s in model.launch_sites if s.caller == b.entry}
     facts = analysis.analyse(model)
@@ -636,6 +437,39 @@ def check_text(
     report.findings = rule_selection.apply(report.findings, options.selection, model.lines)
     report.findings.sort(key=lambda f: f.sort_key())
     return report
+
+
+def _compiler_findings(
+    ruleset: rules.RuleSet, path: Path, model: SourceModel, build_result: BuildResult, search_dirs: list[Path]
+) -> list[Finding]:
+    """nvcc's errors and warnings (not its remarks) as findings on the lines they name."""
+    spath = str(path)
+    out: list[Finding] = []
+    # A message about a project header lands on the #include that brings the header in.
+    headers = (
+        include_graph(path, model.lines, search_dirs) if any(m.file for m in build_result.messages) else {}
+    )
+    for msg in build_result.messages:
+        if msg.severity == "remark":
+            continue
+        emitter = "nvcc-error" if msg.severity == "error" else "nvcc-warning"
+        ln = msg.line if msg.line is not None and msg.line < max(1, len(model.lines)) else 0
+        where = ""
+        if msg.line is None and msg.file is not None:
+            with contextlib.suppress(OSError, ValueError):
+                ln = headers.get(Path(msg.file).resolve(), ln)
+            where = f"in {_near(msg.file, path)}:{msg.file_line}: "
+        text_line = model.lines[ln] if ln < len(model.lines) else None
+        f = _builtin(
+            ruleset,
+            emitter,
+            spath,
+            line_range(ln, text_line),
+            {"message": f"{msg.tool}: {where}{msg.message}" + (f" [#{msg.code}]" if msg.code else "")},
+        )
+        if f is not None:
+            out.append(f)
+    return out
 
 
 def annotate_fixes(
@@ -757,54 +591,17 @@ def check_paths(
             "nvdisasm not found: fp64 and local-memory rules use source heuristics "
             f"({toolchain.INSTALL_HINTS['nvdisasm']})"
         )
-    ws_cache: dict[Path | None, tuple[dict[str, spec.KernelSpec], str | None, set[str]]] = {}
     texts: list[tuple[Path, str | None, str | None]] = [(p, *read_source(p)) for p in files]
 
     def one(item: tuple[Path, str | None, str | None]) -> FileReport:
-        p, text, err = item
-        if err is not None or text is None:
-            return FileReport(path=str(p), error=err)
-        if opts.cancel is not None and opts.cancel.is_set():
-            return FileReport(path=str(p), error="cancelled")
-        ws_specs, origin, invalid = ws_cache[spec.find_workspace_root(p)]
-        try:
-            fr = check_text(p, text, opts, ruleset, ws_specs, origin, ws_invalid=invalid)
-        except Cancelled:
-            return FileReport(path=str(p), error="cancelled")
-        if not text.isascii():
-            with contextlib.suppress(OSError):
-                bad = utf8_problem(p.read_bytes())
-                if bad is not None:
-                    lines = fr.model.lines if fr.model is not None else []
-                    f = _builtin(
-                        ruleset,
-                        "source-encoding",
-                        str(p),
-                        line_range(bad[0], lines[bad[0]] if bad[0] < len(lines) else None),
-                        {"message": bad[1]},
-                    )
-                    if f is not None:
-                        fr.findings = sorted(
-                            [*fr.findings, *rule_selection.apply([f], opts.selection, lines)],
-                            key=lambda x: x.sort_key(),
-                        )
-        return fr
+        return _check_one_file(item, opts, ruleset, ws_cache)
 
     jobs = opts.jobs or max(1, min(len(texts), os.cpu_count() or 1))
     results: list[FileReport] = []
     done = 0
     # Workspace specs are read once per root before the pool starts, so the threads only read ws_cache. Their
     # problems (a bad table, a kernel name no file defines) are findings on kernellsp.toml's own lines.
-    ws_findings: list[Finding] = []
-    for p, _t, _e in texts:
-        root = spec.find_workspace_root(p)
-        if root not in ws_cache:
-            specs, issues, origin = spec.load_workspace_specs(root) if root else ({}, [], None)
-            if root is not None:
-                issues += spec.unknown_workspace_entries(root, origin, specs)
-            ws_findings += spec_issue_findings(ruleset, [i for i in issues if i.path], str(p))
-            notes.extend(iss.message for iss in issues if not iss.path)
-            ws_cache[root] = (specs, origin, {i.entry for i in issues if i.entry})
+    ws_cache, ws_findings = _workspace_specs(texts, ruleset, notes)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for res in pool.map(one, texts):
             results.append(res)
@@ -818,3 +615,61 @@ def check_paths(
             key=lambda x: x.sort_key(),
         )
     return CheckReport(files=results, notes=notes, seconds=time.monotonic() - t0)
+
+
+_WorkspaceSpecs = dict[Path | None, tuple[dict[str, spec.KernelSpec], str | None, set[str]]]
+
+
+def _workspace_specs(
+    texts: list[tuple[Path, str | None, str | None]], ruleset: rules.RuleSet, notes: list[str]
+) -> tuple[_WorkspaceSpecs, list[Finding]]:
+    """Each workspace root's specs, origin and invalid entries, and the findings on its kernellsp.toml."""
+    ws_cache: _WorkspaceSpecs = {}
+    ws_findings: list[Finding] = []
+    for p, _t, _e in texts:
+        root = spec.find_workspace_root(p)
+        if root not in ws_cache:
+            specs, issues, origin = spec.load_workspace_specs(root) if root else ({}, [], None)
+            if root is not None:
+                issues += spec.unknown_workspace_entries(root, origin, specs)
+            ws_findings += spec_issue_findings(ruleset, [i for i in issues if i.path], str(p))
+            notes.extend(iss.message for iss in issues if not iss.path)
+            ws_cache[root] = (specs, origin, {i.entry for i in issues if i.entry})
+    return ws_cache, ws_findings
+
+
+def _check_one_file(
+    item: tuple[Path, str | None, str | None],
+    opts: CheckOptions,
+    ruleset: rules.RuleSet,
+    ws_cache: _WorkspaceSpecs,
+) -> FileReport:
+    """One file of :func:`check_paths`, read already: its report, or the reason it has none."""
+    p, text, err = item
+    if err is not None or text is None:
+        return FileReport(path=str(p), error=err)
+    if opts.cancel is not None and opts.cancel.is_set():
+        return FileReport(path=str(p), error="cancelled")
+    ws_specs, origin, invalid = ws_cache[spec.find_workspace_root(p)]
+    try:
+        fr = check_text(p, text, opts, ruleset, ws_specs, origin, ws_invalid=invalid)
+    except Cancelled:
+        return FileReport(path=str(p), error="cancelled")
+    if not text.isascii():
+        with contextlib.suppress(OSError):
+            bad = utf8_problem(p.read_bytes())
+            if bad is not None:
+                lines = fr.model.lines if fr.model is not None else []
+                f = _builtin(
+                    ruleset,
+                    "source-encoding",
+                    str(p),
+                    line_range(bad[0], lines[bad[0]] if bad[0] < len(lines) else None),
+                    {"message": bad[1]},
+                )
+                if f is not None:
+                    fr.findings = sorted(
+                        [*fr.findings, *rule_selection.apply([f], opts.selection, lines)],
+                        key=lambda x: x.sort_key(),
+                    )
+    return fr
