@@ -226,38 +226,13 @@ def _check_shape(
             raise VerifyError(f"the baseline fails on shape {shape}: {msg}")
     cres, cout, _ = s.harness_run("h_cand", "check", shape, 0, sets=sets, poison=poison)
     where0 = {"shape": shape, "sizes": bout.sizes, "poison": poison}
-    if cout is None:
-        return reject(
-            "runtime_error",
-            entry,
-            f"the candidate crashed (exit {cres.returncode}) on shape {shape}: {first_line(cres.output, 3)}",
-            **where0,
-        ), bout
-    if not cout.ok:
-        hint = ""
-        if "IllegalAddress" in (cout.error or "") and cout.alloc.get("kind") == "guard":
-            hint = (
-                " (every buffer ends at a guard page, so this is most likely an access out of bounds; "
-                "compute-sanitizer memcheck names the line)"
-            )
-        return reject(
-            "runtime_error", entry, f"the candidate failed on shape {shape}: {cout.error}{hint}", **where0
-        ), bout
+    if cout is None or not cout.ok:
+        return _candidate_run_failure(entry, shape, cres, cout, where0), bout
     if shape == 0 and cout.kernel_attrs:
         s.cand_static_smem = int(cout.kernel_attrs.get("shared_static_bytes") or 0)
     damage = cout.guard_damage()
     if damage:
-        name, count = next(iter(damage.items()))
-        return reject(
-            "sanitizer",
-            entry,
-            f"the candidate wrote {count} byte(s) just outside buffer {name} on shape "
-            f"{shape} (the canary beside its guard page changed): an out-of-bounds write",
-            tool="guard",
-            buffer=name,
-            bytes=count,
-            **where0,
-        ), bout
+        return _guard_damage_verdict(entry, shape, damage, where0), bout
     for i, st in enumerate(sets):
         bset, cset = bout.sets[i], cout.sets[i]
         where = {**where0, "seed": bset.seed, "pattern": bset.pattern, "inputs": st}
@@ -290,18 +265,9 @@ def _check_shape(
             continue
         if problem is not None and poison == "nan":
             return reject("degenerate_reference", entry, f"{problem} (shape {shape}, {what})", **where), bout
-        for a in outputs:
-            cu, bu = cset.buffers[a.name].unwritten or 0, bset.buffers[a.name].unwritten or 0
-            if cu > bu:
-                return reject(
-                    "unwritten_output",
-                    entry,
-                    f"the candidate left {cu} element(s) of {a.name} unwritten "
-                    f"(shape {shape}, {what}, poison {poison})",
-                    buffer=a.name,
-                    unwritten=cu,
-                    **where,
-                ), bout
+        v = _unwritten_output(entry, outputs, bset, cset, f"shape {shape}, {what}, poison {poison}", where)
+        if v is not None:
+            return v, bout
         v = _compare_set(
             s,
             entry,
@@ -321,6 +287,66 @@ def _check_shape(
             return v, bout
         details["checked"].append(where)
     return None, bout
+
+
+def _unwritten_output(
+    entry: str,
+    outputs: list[Any],
+    bset: harness.SetInfo,
+    cset: harness.SetInfo,
+    at: str,
+    where: dict[str, Any],
+) -> Verdict | None:
+    """An output the candidate left with more elements unwritten than the baseline did (``at``: where)."""
+    for a in outputs:
+        cu, bu = cset.buffers[a.name].unwritten or 0, bset.buffers[a.name].unwritten or 0
+        if cu > bu:
+            return reject(
+                "unwritten_output",
+                entry,
+                f"the candidate left {cu} element(s) of {a.name} unwritten ({at})",
+                buffer=a.name,
+                unwritten=cu,
+                **where,
+            )
+    return None
+
+
+def _candidate_run_failure(
+    entry: str, shape: int, cres: Any, cout: harness.HarnessResult | None, where0: dict[str, Any]
+) -> Verdict:
+    """The candidate's check run crashed (no result) or reported a failure."""
+    if cout is None:
+        return reject(
+            "runtime_error",
+            entry,
+            f"the candidate crashed (exit {cres.returncode}) on shape {shape}: {first_line(cres.output, 3)}",
+            **where0,
+        )
+    hint = ""
+    if "IllegalAddress" in (cout.error or "") and cout.alloc.get("kind") == "guard":
+        hint = (
+            " (every buffer ends at a guard page, so this is most likely an access out of bounds; "
+            "compute-sanitizer memcheck names the line)"
+        )
+    return reject(
+        "runtime_error", entry, f"the candidate failed on shape {shape}: {cout.error}{hint}", **where0
+    )
+
+
+def _guard_damage_verdict(entry: str, shape: int, damage: dict[str, int], where0: dict[str, Any]) -> Verdict:
+    """A canary beside a guard page changed: the candidate wrote just outside a buffer."""
+    name, count = next(iter(damage.items()))
+    return reject(
+        "sanitizer",
+        entry,
+        f"the candidate wrote {count} byte(s) just outside buffer {name} on shape "
+        f"{shape} (the canary beside its guard page changed): an out-of-bounds write",
+        tool="guard",
+        buffer=name,
+        bytes=count,
+        **where0,
+    )
 
 
 def _compare_set(

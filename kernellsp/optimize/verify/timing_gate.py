@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from kernellsp.optimize.verify import correctness as compare
@@ -16,33 +17,34 @@ from kernellsp.run import harness
 from kernellsp.source import spec
 
 
-def time_candidate(
+@dataclass
+class _Rounds:
+    """What the A/B rounds measured, per side (``base``, ``cand``)."""
+
+    rounds: dict[str, list[list[float]]] = field(default_factory=lambda: {"base": [], "cand": []})
+    raw: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {"base": [], "cand": []})
+    device: dict[str, Any] | None = None
+    # The candidate's runs keep the outputs of a few timed launches, picked at random after they ran
+    # (the harness decides with OS entropy, so no launch can know it will be compared).
+    checked: list[harness.HarnessResult] = field(default_factory=list)
+    bandwidths: list[float] = field(default_factory=list)
+
+
+def _ab_rounds(
     s: Session,
     entry: str,
-    bspec: spec.BoundSpec,
-    plan: harness.HarnessPlan,
+    kernel_entry: bool,
     opts: VerifyOptions,
     say: Progress,
-    details: dict[str, Any],
-) -> Verdict:
-    kernel_entry = plan.kind == "global"
-    rounds: dict[str, list[list[float]]] = {"base": [], "cand": []}
-    raw: dict[str, list[dict[str, Any]]] = {"base": [], "cand": []}
-    device: dict[str, Any] | None = None
+    min_rounds: int,
+    confidence: float,
+) -> _Rounds | Verdict:
+    """Baseline and candidate alternately, one process per side and round, until the interval decides."""
+    m = _Rounds()
+    rounds, raw = m.rounds, m.raw
     # Buffers the baseline itself leaves partly unwritten (kernels that write a sub-range) are not held
     # against the candidate.
     base_partial: set[str] = set()
-    t_timing = time.monotonic()
-    # The candidate's runs keep the outputs of a few timed launches, picked at random after they ran
-    # (the harness decides with OS entropy, so no launch can know it will be compared).
-    checked: list[harness.HarnessResult] = []
-    bandwidths: list[float] = []
-    # Sequential testing: from round min_rounds on, the interval is looked at after every round, each look
-    # at a level that keeps the overall error at 5% (timing.look_confidence); timing stops once it clears
-    # the minimum gain or lies wholly below it. Rounds after the first scale their repetitions to the
-    # baseline's duration (timing.scaled_reps): a long kernel needs fewer launches per process.
-    min_rounds = max(1, min(opts.min_rounds, opts.rounds))
-    confidence = timing.look_confidence(0.95, opts.rounds - min_rounds + 1)
     reps, warmup = opts.reps, opts.warmup
     for r in range(opts.rounds):
         for who in ("base", "cand"):
@@ -66,34 +68,68 @@ def time_candidate(
                 if who == "base":
                     raise VerifyError(f"timing the baseline failed: {msg}")
                 return reject("runtime_error", entry, f"the candidate failed while being timed: {msg}")
-            device = device or out.device
+            m.device = m.device or out.device
             if keep:
-                checked.append(out)
+                m.checked.append(out)
             if out.copy_bandwidth:
-                bandwidths.append(out.copy_bandwidth)
+                m.bandwidths.append(out.copy_bandwidth)
             ts = out.timings_ms if kernel_entry else out.timings_sync_ms
             raw[who].append({"timings_ms": out.timings_ms, "timings_sync_ms": out.timings_sync_ms})
             rounds[who].append(ts)
-            for b in out.buffers:
-                if b.dir == "in" or not b.rep_unwritten or not any(u > 0 for u in b.rep_unwritten):
-                    continue
-                if who == "base":
-                    base_partial.add(b.name)
-                elif b.name not in base_partial:
-                    return reject(
-                        "unwritten_output",
-                        entry,
-                        f"during timing the candidate left elements of "
-                        f"{b.name} unwritten in {sum(1 for u in b.rep_unwritten if u)} of "
-                        f"{len(b.rep_unwritten)} repetitions (work skipped or cached across calls)",
-                        buffer=b.name,
-                    )
+            v = _unwritten_while_timed(entry, who, out, base_partial)
+            if v is not None:
+                return v
         if r == 0 and rounds["base"][0]:
             reps, warmup = timing.scaled_reps(statistics.median(rounds["base"][0]), opts.reps, opts.warmup)
         if min_rounds <= r + 1 < opts.rounds:
             look = timing.paired_speedup(rounds["base"], rounds["cand"], confidence=confidence)
             if timing.decision(look, opts.min_gain_pct) != "continue":
                 break
+    return m
+
+
+def _unwritten_while_timed(
+    entry: str, who: str, out: harness.HarnessResult, base_partial: set[str]
+) -> Verdict | None:
+    """Output elements a timed repetition left unwritten: recorded for the baseline, refused for the candidate."""
+    for b in out.buffers:
+        if b.dir == "in" or not b.rep_unwritten or not any(u > 0 for u in b.rep_unwritten):
+            continue
+        if who == "base":
+            base_partial.add(b.name)
+        elif b.name not in base_partial:
+            return reject(
+                "unwritten_output",
+                entry,
+                f"during timing the candidate left elements of "
+                f"{b.name} unwritten in {sum(1 for u in b.rep_unwritten if u)} of "
+                f"{len(b.rep_unwritten)} repetitions (work skipped or cached across calls)",
+                buffer=b.name,
+            )
+    return None
+
+
+def time_candidate(
+    s: Session,
+    entry: str,
+    bspec: spec.BoundSpec,
+    plan: harness.HarnessPlan,
+    opts: VerifyOptions,
+    say: Progress,
+    details: dict[str, Any],
+) -> Verdict:
+    kernel_entry = plan.kind == "global"
+    t_timing = time.monotonic()
+    # Sequential testing: from round min_rounds on, the interval is looked at after every round, each look
+    # at a level that keeps the overall error at 5% (timing.look_confidence); timing stops once it clears
+    # the minimum gain or lies wholly below it. Rounds after the first scale their repetitions to the
+    # baseline's duration (timing.scaled_reps): a long kernel needs fewer launches per process.
+    min_rounds = max(1, min(opts.min_rounds, opts.rounds))
+    confidence = timing.look_confidence(0.95, opts.rounds - min_rounds + 1)
+    ab = _ab_rounds(s, entry, kernel_entry, opts, say, min_rounds, confidence)
+    if isinstance(ab, Verdict):
+        return ab
+    rounds, raw, device, checked, bandwidths = ab.rounds, ab.raw, ab.device, ab.checked, ab.bandwidths
     s.phase_s["timing"] = time.monotonic() - t_timing
     stats = timing.paired_speedup(rounds["base"], rounds["cand"], confidence=confidence)
     v = Verdict(
