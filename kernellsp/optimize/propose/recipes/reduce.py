@@ -33,12 +33,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernellsp.optimize.propose.recipes import _elementwise as ew
+from kernellsp.optimize.propose.recipes._elementwise.body import _finish
+from kernellsp.optimize.propose.recipes._elementwise.codegen import _dedent
+from kernellsp.optimize.propose.recipes._elementwise.forms import _rhs_text
+from kernellsp.optimize.propose.recipes._elementwise.statements import _depends_on_locals
 from kernellsp.optimize.propose.recipes.base import (
     Decline,
     Match,
     RecipeContext,
     RecipeError,
     Rewrite,
+    indent,
     replace_nodes,
 )
 from kernellsp.source import spec as specmod
@@ -178,14 +183,14 @@ def _block_combine_atomic(a: _Atomic, ident: str, comb: Any) -> str:
             "{",
             "    const unsigned kl_t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);",
             "    const unsigned kl_lane = kl_t & 31u, kl_warp = kl_t >> 5;",
-            ew.indent(shfl, 4),
+            indent(shfl, 4),
             f"    __shared__ {a.acc_type} kl_warp_total[32];",
             "    if (kl_lane == 0) kl_warp_total[kl_warp] = kl_total;",
             "    __syncthreads();",
             "    if (kl_warp == 0) {",
             "        const unsigned kl_warps = (blockDim.x * blockDim.y * blockDim.z + 31u) >> 5;",
             f"        kl_total = kl_lane < kl_warps ? kl_warp_total[kl_lane] : {ident};",
-            ew.indent(shfl, 8),
+            indent(shfl, 8),
             f"        if (kl_lane == 0) {a.func}({a.target}, kl_total);",
             "    }",
             "}",
@@ -292,7 +297,7 @@ def _match_serial(ctx: RecipeContext) -> Match | Decline:
     if lp.var is None or lp.step != Poly.const(1) or lp.start is None or lp.start.value not in (0, 1):
         return Decline("the loop is not `for (i = 0; i < n; i++)`")
     bound = lp.bound()
-    if bound is None or bound.depends_on(THREAD_SYMBOLS) or ew._depends_on_locals(ir, bound):
+    if bound is None or bound.depends_on(THREAD_SYMBOLS) or _depends_on_locals(ir, bound):
         return Decline("the loop bound is not a uniform `i < n`")
     pre = region[: region.index(loop_node)]
     post = region[region.index(loop_node) + 1 :]
@@ -331,14 +336,14 @@ def _match_serial(ctx: RecipeContext) -> Match | Decline:
         if lp.body is not None and lp.body.type == "compound_statement"
         else [lp.body]
     )
-    el = ew._finish(
+    el = _finish(
         ctx,
         "grid-stride",
         [],
         body,
         Poly.sym(lp.var),
         bound,
-        ew._rhs_text(ir, lp.conds[0], Poly.sym(lp.var)),
+        _rhs_text(ir, lp.conds[0], Poly.sym(lp.var)),
         lead=[lp.var],
         loop_var=lp.var,
         reduce="atomic",
@@ -416,7 +421,7 @@ def _generate_serial(ctx: RecipeContext, sm: _Serial, params: dict[str, Any]) ->
     for v in state:
         lines.append(f"    {v} = kl_s_{v}[0];")
     for s in sm.post:
-        lines.append(ew.indent(ew._dedent(ir.text(s)), 4))
+        lines.append(indent(_dedent(ir.text(s)), 4))
     lines.append("}")
     red = ew.Reduction(
         None,

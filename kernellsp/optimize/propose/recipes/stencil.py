@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kernellsp.optimize.propose.recipes import _memshape as ms
-from kernellsp.optimize.propose.recipes._elementwise import spec_expr
+from kernellsp.optimize.propose.recipes._elementwise.launch import spec_expr
 from kernellsp.optimize.propose.recipes.base import (
     CTYPE_BYTES,
     Decline,

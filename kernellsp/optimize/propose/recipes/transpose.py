@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernellsp.optimize.propose.recipes import _memshape as ms
-from kernellsp.optimize.propose.recipes._elementwise import spec_expr
+from kernellsp.optimize.propose.recipes._elementwise.launch import spec_expr
 from kernellsp.optimize.propose.recipes.base import (
     Decline,
     Match,
