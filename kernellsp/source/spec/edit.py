@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernellsp.source import exprs
 from kernellsp.source.model import CommentBlock, Function, SourceModel
 from kernellsp.source.spec.check import dtype_for_ctype
 from kernellsp.source.spec.models import ArgSpec, KernelSpec, LaunchSpec
+
+if TYPE_CHECKING:
+    from kernellsp.source.draft import Draft
 
 # --------------------------------------------------------------------------------------------------
 # Writing (round trip)
@@ -85,8 +88,6 @@ def draft_with_notes(fn: Function, model: SourceModel) -> tuple[KernelSpec, list
     """
     from kernellsp.source import draft as drafting
 
-    sizes: dict[str, int | str] = {}
-    args: dict[str, ArgSpec] = {}
     scalars = [p for p in fn.params if not p.is_pointer]
     size_names = []
     for p in scalars:
@@ -97,6 +98,30 @@ def draft_with_notes(fn: Function, model: SourceModel) -> tuple[KernelSpec, list
         upper[n] = n.upper() if n.upper() not in upper.values() else n
     inferred = drafting.infer(fn, model, upper)
     notes = list(inferred.notes)
+    sizes, multi = _draft_sizes(size_names, upper, inferred, notes)
+    first = next(iter(sizes), None)
+    if first is None:
+        sizes["N"] = 1 << 20
+        first = "N"
+        if any(p.is_pointer for p in fn.params):
+            notes.append(
+                "sizes: the kernel has no integer size parameter; N is a guess for the element counts"
+            )
+    args = _draft_args(fn, upper, inferred, first, notes)
+    launch = _draft_launch(fn, model, inferred, upper, first) if fn.kind == "global" else None
+    # A correctness shape of sizes that divide no block: 1000 for a 1-D extent, odd sides for a matrix.
+    if len(sizes) == 1 or not multi:
+        shapes = [{first: 1000}]
+    else:
+        shapes = [{k: (100, 77, 33, 129, 5)[i % 5] for i, k in enumerate(sizes)}]
+    return KernelSpec(entry=fn.name, sizes=sizes, launch=launch, args=args, shapes=shapes), notes
+
+
+def _draft_sizes(
+    size_names: list[str], upper: dict[str, str], inferred: Draft, notes: list[str]
+) -> tuple[dict[str, int | str], set[str]]:
+    """The sizes' values, and the sizes that meet another size in one count (matrix sides)."""
+    sizes: dict[str, int | str] = {}
     # Size values that keep each buffer a few MiB: a matrix side (it meets another size in one count, or spans a
     # 2-D grid) 2048, a 1-D extent 1 << 20; a size that only bounds a loop or a small buffer (a filter radius) 64.
     names_in = lambda text: set(re.findall(r"[A-Za-z_]\w*", text))  # noqa: E731
@@ -115,14 +140,14 @@ def draft_with_notes(fn: Function, model: SourceModel) -> tuple[KernelSpec, list
             notes.append(
                 f"sizes.{u}: 64 is a guess ({n} bounds no buffer and no grid axis kernellsp could read)"
             )
-    first = next(iter(sizes), None)
-    if first is None:
-        sizes["N"] = 1 << 20
-        first = "N"
-        if any(p.is_pointer for p in fn.params):
-            notes.append(
-                "sizes: the kernel has no integer size parameter; N is a guess for the element counts"
-            )
+    return sizes, multi
+
+
+def _draft_args(
+    fn: Function, upper: dict[str, str], inferred: Draft, first: str, notes: list[str]
+) -> dict[str, ArgSpec]:
+    """Every parameter: a pointer as a buffer, a size parameter as its size, any other scalar as 1."""
+    args: dict[str, ArgSpec] = {}
     for p in fn.params:
         if p.is_pointer:
             accepted = dtype_for_ctype(p.base_type) or ("f32",)
@@ -137,27 +162,27 @@ def draft_with_notes(fn: Function, model: SourceModel) -> tuple[KernelSpec, list
         else:
             accepted = dtype_for_ctype(p.base_type) or ("f32",)
             args[p.name] = ArgSpec(value=1.0 if accepted[0].startswith(("f", "bf")) else 1)
-    launch = None
-    if fn.kind == "global":
-        if inferred.grid is not None and inferred.block is not None:
-            one = len(inferred.grid) == 1
-            launch = LaunchSpec(
-                grid=inferred.grid[0] if one else list(inferred.grid),
-                block=inferred.block[0] if one else list(inferred.block),
-            )
-        else:
-            launch = LaunchSpec(grid=f"ceil_div({first}, 256)", block=256)
-        for site in model.launches_of(fn.name):
-            if len(site.config) >= 2 and _only_literals(site.config[:2], set(upper.values()) | set(upper)):
-                g, b = (_upper_names(c, upper) for c in site.config[:2])
-                launch = LaunchSpec(grid=g, block=b)
-                break
-    # A correctness shape of sizes that divide no block: 1000 for a 1-D extent, odd sides for a matrix.
-    if len(sizes) == 1 or not multi:
-        shapes = [{first: 1000}]
+    return args
+
+
+def _draft_launch(
+    fn: Function, model: SourceModel, inferred: Draft, upper: dict[str, str], first: str
+) -> LaunchSpec:
+    """The first launch site's configuration when it reads only the kernel's size parameters, else the indexing's."""
+    if inferred.grid is not None and inferred.block is not None:
+        one = len(inferred.grid) == 1
+        launch = LaunchSpec(
+            grid=inferred.grid[0] if one else list(inferred.grid),
+            block=inferred.block[0] if one else list(inferred.block),
+        )
     else:
-        shapes = [{k: (100, 77, 33, 129, 5)[i % 5] for i, k in enumerate(sizes)}]
-    return KernelSpec(entry=fn.name, sizes=sizes, launch=launch, args=args, shapes=shapes), notes
+        launch = LaunchSpec(grid=f"ceil_div({first}, 256)", block=256)
+    for site in model.launches_of(fn.name):
+        if len(site.config) >= 2 and _only_literals(site.config[:2], set(upper.values()) | set(upper)):
+            g, b = (_upper_names(c, upper) for c in site.config[:2])
+            launch = LaunchSpec(grid=g, block=b)
+            break
+    return launch
 
 
 def _only_literals(exprs_text: Iterable[str], allowed: set[str]) -> bool:
