@@ -210,32 +210,9 @@ def _eval(node: ast.expr, names: Mapping[str, Value]) -> Any:
             return node.value
         raise ExprError(f"constant {node.value!r} is not allowed")
     if isinstance(node, ast.Name):
-        if node.id in ("true", "True"):
-            return True
-        if node.id in ("false", "False"):
-            return False
-        if node.id not in names:
-            raise ExprError(f"unknown name {node.id!r}")
-        return names[node.id]
+        return _eval_name(node, names)
     if isinstance(node, ast.BinOp):
-        a, b = _eval(node.left, names), _eval(node.right, names)
-        if a is None or b is None:
-            return None
-        if isinstance(node.op, ast.Pow) and abs(_num(b)) > 64:
-            raise ExprError("exponent too large")
-        if isinstance(node.op, ast.Div) and isinstance(a, int) and isinstance(b, int):
-            # Sizes are integers; C semantics (truncation) is what a CUDA author expects.
-            if b == 0:
-                raise ExprError("division by zero")
-            q = abs(a) // abs(b)
-            return q if (a >= 0) == (b >= 0) else -q
-        if isinstance(node.op, ast.Mod) and isinstance(a, int) and isinstance(b, int):
-            # C semantics to match `/`: the remainder takes the dividend's sign, a == (a/b)*b + a%b.
-            if b == 0:
-                raise ExprError("modulo by zero")
-            r = abs(a) % abs(b)
-            return r if a >= 0 else -r
-        return _BINOPS[type(node.op)](a, b)
+        return _eval_binop(node, names)
     if isinstance(node, ast.UnaryOp):
         v = _eval(node.operand, names)
         if isinstance(node.op, ast.Not):
@@ -244,29 +221,9 @@ def _eval(node: ast.expr, names: Mapping[str, Value]) -> Any:
             return None
         return -v if isinstance(node.op, ast.USub) else +v
     if isinstance(node, ast.BoolOp):
-        if isinstance(node.op, ast.And):
-            result: Any = True
-            for v in node.values:
-                result = _eval(v, names)
-                if not result:
-                    return result
-            return result
-        result = False
-        for v in node.values:
-            result = _eval(v, names)
-            if result:
-                return result
-        return result
+        return _eval_boolop(node, names)
     if isinstance(node, ast.Compare):
-        left = _eval(node.left, names)
-        for op, comp in zip(node.ops, node.comparators, strict=True):
-            right = _eval(comp, names)
-            if left is None or right is None:
-                return False
-            if not _CMPOPS[type(op)](left, right):
-                return False
-            left = right
-        return True
+        return _eval_compare(node, names)
     if isinstance(node, ast.IfExp):
         return _eval(node.body, names) if _eval(node.test, names) else _eval(node.orelse, names)
     if isinstance(node, ast.Tuple | ast.List):
@@ -278,6 +235,67 @@ def _eval(node: ast.expr, names: Mapping[str, Value]) -> Any:
             return None
         return FUNCTIONS[node.func.id](*args)
     raise ExprError(f"{type(node).__name__} is not allowed")
+
+
+def _eval_name(node: ast.Name, names: Mapping[str, Value]) -> Any:
+    if node.id in ("true", "True"):
+        return True
+    if node.id in ("false", "False"):
+        return False
+    if node.id not in names:
+        raise ExprError(f"unknown name {node.id!r}")
+    return names[node.id]
+
+
+def _eval_binop(node: ast.BinOp, names: Mapping[str, Value]) -> Any:
+    a, b = _eval(node.left, names), _eval(node.right, names)
+    if a is None or b is None:
+        return None
+    if isinstance(node.op, ast.Pow) and abs(_num(b)) > 64:
+        raise ExprError("exponent too large")
+    if isinstance(node.op, ast.Div) and isinstance(a, int) and isinstance(b, int):
+        # Sizes are integers; C semantics (truncation) is what a CUDA author expects.
+        if b == 0:
+            raise ExprError("division by zero")
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b >= 0) else -q
+    if isinstance(node.op, ast.Mod) and isinstance(a, int) and isinstance(b, int):
+        # C semantics to match `/`: the remainder takes the dividend's sign, a == (a/b)*b + a%b.
+        if b == 0:
+            raise ExprError("modulo by zero")
+        r = abs(a) % abs(b)
+        return r if a >= 0 else -r
+    return _BINOPS[type(node.op)](a, b)
+
+
+def _eval_boolop(node: ast.BoolOp, names: Mapping[str, Value]) -> Any:
+    """Python's ``and``/``or``: the first deciding operand, later operands not evaluated."""
+    if isinstance(node.op, ast.And):
+        result: Any = True
+        for v in node.values:
+            result = _eval(v, names)
+            if not result:
+                return result
+        return result
+    result = False
+    for v in node.values:
+        result = _eval(v, names)
+        if result:
+            return result
+    return result
+
+
+def _eval_compare(node: ast.Compare, names: Mapping[str, Value]) -> bool:
+    """A chained comparison; false when a side has no value."""
+    left = _eval(node.left, names)
+    for op, comp in zip(node.ops, node.comparators, strict=True):
+        right = _eval(comp, names)
+        if left is None or right is None:
+            return False
+        if not _CMPOPS[type(op)](left, right):
+            return False
+        left = right
+    return True
 
 
 def evaluate(text: str | int | float, names: Mapping[str, Value]) -> Value:
