@@ -1,8 +1,7 @@
 """Profiling data: Nsight Compute reports read into typed per-kernel and per-line models."""
 
-from kernellsp.profile.report import (
-    DERIVED_DOC,
-    STALL_REASONS,
+from kernellsp.profile.derive import DERIVED_DOC, STALL_REASONS, derive, hot_lines
+from kernellsp.profile.models import (
     FocusMetric,
     HotLine,
     KernelProfile,
@@ -11,10 +10,8 @@ from kernellsp.profile.report import (
     ProfileReport,
     ReportError,
     SourceMarker,
-    derive,
-    hot_lines,
-    load_report,
 )
+from kernellsp.profile.report import load_report
 
 __all__ = [
     "DERIVED_DOC",

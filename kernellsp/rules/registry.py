@@ -59,7 +59,7 @@ def _ensure_profile_metrics() -> None:
 
 def _profile_metric_defs() -> list[MetricDef]:
     """Kernel-scope profile metrics: the names and units the profile stage documents for its values."""
-    from kernellsp.profile.report import DERIVED_DOC, STALL_REASONS
+    from kernellsp.profile.derive import DERIVED_DOC, STALL_REASONS
 
     out: list[MetricDef] = []
     for name, doc in DERIVED_DOC.items():
