@@ -163,34 +163,10 @@ class HostFacts:
             if not sep:
                 continue
             value = value.strip()
-            if key == "machine":
-                f.machine = value
-            elif key == "uid" and value.isdigit():
-                f.uid = int(value)
-            elif key == "home" and value:
+            if key == "home" and value:
                 homes.append(value)
-            elif key == "bwrap":
-                f.bwrap = value or None
-            elif key == "bwrap_version":
-                f.bwrap_version = value or None
-            elif key == "prlimit":
-                f.prlimit = value or None
-            elif key == "mem_kb" and value.isdigit():
-                f.mem_bytes = int(value) * 1024
-            elif key == "cpus" and value.isdigit():
-                f.cpus = int(value)
-            elif key == "device" and value.startswith("/dev/nvidia"):
-                f.devices.append(value)
-            elif key == "dir":
-                f.dirs.append(value)
-            elif key == "secret":
-                f.secrets.append(value)
-            elif key == "find_printf":
-                f.find_printf = value == "1"
-            elif key == "counters_admin_only":
-                f.counters_admin_only = value == "1"
-            elif key in ("pathdir", "libdir", "tool") and value.startswith("/"):
-                f.toolchain.append(value)
+            else:
+                f._read_field(key, value)
         if "/root" in f.dirs:
             homes.append("/root")
         # The root directory cannot be hidden; a home under it is (its path, canonical, from the script).
@@ -201,6 +177,40 @@ class HostFacts:
                 seen.append(h)
         f.homes = seen
         return f
+
+    def _read_field(self, key: str, value: str) -> None:
+        """One ``key=value`` line of the report (other than ``home``); unknown or malformed lines are skipped."""
+        if key == "machine":
+            self.machine = value
+        elif key == "uid" and value.isdigit():
+            self.uid = int(value)
+        elif key == "bwrap":
+            self.bwrap = value or None
+        elif key == "bwrap_version":
+            self.bwrap_version = value or None
+        elif key == "prlimit":
+            self.prlimit = value or None
+        elif key == "mem_kb" and value.isdigit():
+            self.mem_bytes = int(value) * 1024
+        elif key == "cpus" and value.isdigit():
+            self.cpus = int(value)
+        elif key == "find_printf":
+            self.find_printf = value == "1"
+        elif key == "counters_admin_only":
+            self.counters_admin_only = value == "1"
+        else:
+            self._read_listed(key, value)
+
+    def _read_listed(self, key: str, value: str) -> None:
+        """A line that adds to one of the lists: a device, a directory, a secret, a toolchain location."""
+        if key == "device" and value.startswith("/dev/nvidia"):
+            self.devices.append(value)
+        elif key == "dir":
+            self.dirs.append(value)
+        elif key == "secret":
+            self.secrets.append(value)
+        elif key in ("pathdir", "libdir", "tool") and value.startswith("/"):
+            self.toolchain.append(value)
 
 
 def _under_any(path: str, roots: Sequence[str]) -> bool:
