@@ -363,13 +363,7 @@ def _to_expr(ctx: _Ctx, n: tree_sitter.Node, depth: int = 0, seen: frozenset[str
             return str(int(txt, 16))
         return txt
     if t == "identifier":
-        name = ctx.text(n)
-        defs = ctx.defs.get(name, [])
-        if len(defs) == 1 and name not in seen:
-            return "(" + _to_expr(ctx, defs[0], depth + 1, seen | {name}) + ")"
-        if name in ctx.model.defines and re.fullmatch(r"\(?\s*-?\d+\s*\)?", ctx.model.defines[name] or ""):
-            return ctx.model.defines[name].strip("() ")
-        return name
+        return _identifier_expr(ctx, n, depth, seen)
     if t == "field_expression":
         arg = n.child_by_field_name("argument")
         fld = n.child_by_field_name("field")
@@ -387,21 +381,36 @@ def _to_expr(ctx: _Ctx, n: tree_sitter.Node, depth: int = 0, seen: frozenset[str
             raise _NotLinear
         return _to_expr(ctx, value, depth + 1, seen)
     if t == "binary_expression":
-        op = ctx.text(n.child_by_field_name("operator"))
-        if op not in ("+", "-", "*", "/", "%", "<<", ">>", "&", "|"):
-            raise _NotLinear
-        left = n.child_by_field_name("left")
-        right = n.child_by_field_name("right")
-        if left is None or right is None:
-            raise _NotLinear
-        pyop = "//" if op == "/" else op
-        return f"({_to_expr(ctx, left, depth + 1, seen)} {pyop} {_to_expr(ctx, right, depth + 1, seen)})"
+        return _binary_expr(ctx, n, depth, seen)
     if t == "unary_expression":
         op = ctx.text(n.child_by_field_name("operator"))
         arg = n.child_by_field_name("argument")
         if op in ("-", "+") and arg is not None:
             return f"({op}{_to_expr(ctx, arg, depth + 1, seen)})"
     raise _NotLinear
+
+
+def _identifier_expr(ctx: _Ctx, n: tree_sitter.Node, depth: int, seen: frozenset[str]) -> str:
+    """A local with one definition is substituted, a numeric ``#define`` is its number, any other name stays."""
+    name = ctx.text(n)
+    defs = ctx.defs.get(name, [])
+    if len(defs) == 1 and name not in seen:
+        return "(" + _to_expr(ctx, defs[0], depth + 1, seen | {name}) + ")"
+    if name in ctx.model.defines and re.fullmatch(r"\(?\s*-?\d+\s*\)?", ctx.model.defines[name] or ""):
+        return ctx.model.defines[name].strip("() ")
+    return name
+
+
+def _binary_expr(ctx: _Ctx, n: tree_sitter.Node, depth: int, seen: frozenset[str]) -> str:
+    op = ctx.text(n.child_by_field_name("operator"))
+    if op not in ("+", "-", "*", "/", "%", "<<", ">>", "&", "|"):
+        raise _NotLinear
+    left = n.child_by_field_name("left")
+    right = n.child_by_field_name("right")
+    if left is None or right is None:
+        raise _NotLinear
+    pyop = "//" if op == "/" else op
+    return f"({_to_expr(ctx, left, depth + 1, seen)} {pyop} {_to_expr(ctx, right, depth + 1, seen)})"
 
 
 def _stride(ctx: _Ctx, index: tree_sitter.Node) -> tuple[int, str] | None:
@@ -501,78 +510,11 @@ def _analyse(ctx: _Ctx, facts: KernelFacts) -> None:
         line = n.start_point[0]
         t = n.type
         if t == "call_expression":
-            fname = ctx.text(n.child_by_field_name("function"))
-            args = n.child_by_field_name("arguments")
-            arg_nodes = [c for c in args.children if c.is_named] if args is not None else []
-            for a in arg_nodes:
-                passed_to_calls |= _idents(ctx, a) & ctx.pointers if not ATOMICS.match(fname) else set()
-            if fname in BARRIERS:
-                conds = _conditions_above(ctx, n)
-                if any(_depends(ctx, c, THREAD_BUILTINS, ctx.thread_tainted) for c, _ in conds):
-                    facts.line(line).sync_divergent += 1
-                elif any(
-                    _depends(ctx, c, THREAD_BUILTINS, ctx.thread_tainted)
-                    for c in _early_returns_before(ctx, n)
-                ):
-                    facts.line(line).sync_after_divergent_return += 1
-            elif ATOMICS.match(fname) and arg_nodes:
-                addr = arg_nodes[0]
-                ids = _idents(ctx, addr)
-                base_ptr = next(iter(ids & ctx.pointers), None) or next(
-                    (i for i in ids if i in ctx.defs and _closure(ctx, {i}) & ctx.pointers), None
-                )
-                is_shared = bool(ids & ctx.shared_arrays)
-                if base_ptr is not None:
-                    written.add(base_ptr)
-                if (
-                    base_ptr is not None
-                    and not is_shared
-                    and not _depends(ctx, addr, THREAD_BUILTINS, ctx.thread_tainted)
-                    and not _one_thread_per_group(ctx, n)
-                ):
-                    facts.line(line).atomic_same_address.append(ctx.text(addr))
-                    # An address that depends on blockIdx is shared by one block, otherwise by the grid.
-                    if _depends(ctx, addr, INDEX_BUILTINS, ctx.index_tainted):
-                        facts.line(line).atomic_scope = "block"
-                    if _in_loop(ctx, n):
-                        facts.line(line).atomic_in_loop += 1
+            _call_facts(ctx, facts, n, line, written, passed_to_calls)
         elif t in ("assignment_expression", "update_expression"):
-            target = (
-                n.child_by_field_name("left")
-                if t == "assignment_expression"
-                else n.child_by_field_name("argument")
-            )
-            while target is not None and target.type in (
-                "subscript_expression",
-                "pointer_expression",
-                "field_expression",
-                "parenthesized_expression",
-            ):
-                inner = target.child_by_field_name("argument")
-                if inner is None:
-                    inner = next((c for c in target.children if c.is_named), None)
-                if target.type in ("subscript_expression", "pointer_expression") and inner is not None:
-                    written |= _idents(ctx, inner) & ctx.pointers
-                    # Writes through a local pointer derived from a parameter write the parameter.
-                    for nm in _idents(ctx, inner):
-                        written |= _closure(ctx, {nm}) & ctx.pointers
-                target = inner
+            _written_pointers(ctx, n, written)
         elif t == "subscript_expression":
-            base = n.child_by_field_name("argument")
-            idx_list = n.child_by_field_name("indices")
-            idx = next((c for c in idx_list.children if c.is_named), None) if idx_list is not None else None
-            base_name = ctx.text(base) if base is not None and base.type == "identifier" else None
-            if base_name is None or idx is None:
-                continue
-            if base_name in ctx.pointers:
-                _check_access(ctx, facts, n, base_name, idx, line)
-            elif base_name in ctx.local_arrays:
-                ids = _idents(ctx, idx)
-                consts = set(ctx.model.defines)
-                if ids - consts and not (n.parent is not None and n.parent.type == "array_declarator"):
-                    # A loop counter of a loop with constant bounds may be unrolled into registers;
-                    # the rule confirms with ptxas' stack frame / SASS local traffic.
-                    facts.line(line).local_array_runtime_index.append(ctx.text(n))
+            _subscript_facts(ctx, facts, n, line)
         elif t == "number_literal":
             txt = ctx.text(n)
             if _DOUBLE_LITERAL.match(txt) and not txt.lower().endswith(("f", "l")):
@@ -593,6 +535,100 @@ def _analyse(ctx: _Ctx, facts: KernelFacts) -> None:
             and _reads(ctx, p.name)
         ):
             facts.readonly_unqualified.append(p.name)
+
+
+def _call_facts(
+    ctx: _Ctx,
+    facts: KernelFacts,
+    n: tree_sitter.Node,
+    line: int,
+    written: set[str],
+    passed_to_calls: set[str],
+) -> None:
+    """A call: the pointers it is passed, a divergent barrier, an atomic on one address."""
+    fname = ctx.text(n.child_by_field_name("function"))
+    args = n.child_by_field_name("arguments")
+    arg_nodes = [c for c in args.children if c.is_named] if args is not None else []
+    for a in arg_nodes:
+        passed_to_calls |= _idents(ctx, a) & ctx.pointers if not ATOMICS.match(fname) else set()
+    if fname in BARRIERS:
+        conds = _conditions_above(ctx, n)
+        if any(_depends(ctx, c, THREAD_BUILTINS, ctx.thread_tainted) for c, _ in conds):
+            facts.line(line).sync_divergent += 1
+        elif any(
+            _depends(ctx, c, THREAD_BUILTINS, ctx.thread_tainted) for c in _early_returns_before(ctx, n)
+        ):
+            facts.line(line).sync_after_divergent_return += 1
+    elif ATOMICS.match(fname) and arg_nodes:
+        _atomic_facts(ctx, facts, n, line, arg_nodes[0], written)
+
+
+def _atomic_facts(
+    ctx: _Ctx, facts: KernelFacts, n: tree_sitter.Node, line: int, addr: tree_sitter.Node, written: set[str]
+) -> None:
+    """An atomic writes its pointer; every thread of the grid (or block) on one global address is contention."""
+    ids = _idents(ctx, addr)
+    base_ptr = next(iter(ids & ctx.pointers), None) or next(
+        (i for i in ids if i in ctx.defs and _closure(ctx, {i}) & ctx.pointers), None
+    )
+    is_shared = bool(ids & ctx.shared_arrays)
+    if base_ptr is not None:
+        written.add(base_ptr)
+    if (
+        base_ptr is not None
+        and not is_shared
+        and not _depends(ctx, addr, THREAD_BUILTINS, ctx.thread_tainted)
+        and not _one_thread_per_group(ctx, n)
+    ):
+        facts.line(line).atomic_same_address.append(ctx.text(addr))
+        # An address that depends on blockIdx is shared by one block, otherwise by the grid.
+        if _depends(ctx, addr, INDEX_BUILTINS, ctx.index_tainted):
+            facts.line(line).atomic_scope = "block"
+        if _in_loop(ctx, n):
+            facts.line(line).atomic_in_loop += 1
+
+
+def _written_pointers(ctx: _Ctx, n: tree_sitter.Node, written: set[str]) -> None:
+    """The pointers an assignment or an update writes through (``x[i] = ``, ``*p += ``, ``s.x[i]++``)."""
+    target = (
+        n.child_by_field_name("left")
+        if n.type == "assignment_expression"
+        else n.child_by_field_name("argument")
+    )
+    while target is not None and target.type in (
+        "subscript_expression",
+        "pointer_expression",
+        "field_expression",
+        "parenthesized_expression",
+    ):
+        inner = target.child_by_field_name("argument")
+        if inner is None:
+            inner = next((c for c in target.children if c.is_named), None)
+        if target.type in ("subscript_expression", "pointer_expression") and inner is not None:
+            written |= _idents(ctx, inner) & ctx.pointers
+            # Writes through a local pointer derived from a parameter write the parameter.
+            for nm in _idents(ctx, inner):
+                written |= _closure(ctx, {nm}) & ctx.pointers
+        target = inner
+
+
+def _subscript_facts(ctx: _Ctx, facts: KernelFacts, n: tree_sitter.Node, line: int) -> None:
+    """``x[i]`` on a pointer parameter (guards, stride) or on a local array (a runtime index)."""
+    base = n.child_by_field_name("argument")
+    idx_list = n.child_by_field_name("indices")
+    idx = next((c for c in idx_list.children if c.is_named), None) if idx_list is not None else None
+    base_name = ctx.text(base) if base is not None and base.type == "identifier" else None
+    if base_name is None or idx is None:
+        return
+    if base_name in ctx.pointers:
+        _check_access(ctx, facts, n, base_name, idx, line)
+    elif base_name in ctx.local_arrays:
+        ids = _idents(ctx, idx)
+        consts = set(ctx.model.defines)
+        if ids - consts and not (n.parent is not None and n.parent.type == "array_declarator"):
+            # A loop counter of a loop with constant bounds may be unrolled into registers;
+            # the rule confirms with ptxas' stack frame / SASS local traffic.
+            facts.line(line).local_array_runtime_index.append(ctx.text(n))
 
 
 def _reads(ctx: _Ctx, name: str) -> bool:
