@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kernellsp.optimize.propose.recipes._elementwise.model import ElementLoop, Form, Stream
@@ -14,7 +15,7 @@ from kernellsp.optimize.propose.recipes.base import (
     Decline,
     RecipeContext,
 )
-from kernellsp.source.ir import THREAD_SYMBOLS, Access, KernelIR, Poly, walk
+from kernellsp.source.ir import THREAD_SYMBOLS, Access, Atomic, KernelIR, Poly, walk
 
 
 def _finish(
@@ -38,11 +39,67 @@ def _finish(
     body = [st for st in body if not _index_decl(ir, st) or _has_access(ir, st)]
     if not body:
         return Decline("the element body is empty")
+    in_body = _body_range(body)
+    early_return = _early_return(ir, in_body)
+    if isinstance(early_return, Decline):
+        return early_return
+    why = _inner_loop_decline(ir, in_body)
+    if why is not None:
+        return why
+    lead_var = _lead_var(form, element, loop_var)
+    written = ir.written()
+    atomics = _body_atomics(ir, in_body, reduce)
+    if isinstance(atomics, Decline):
+        return atomics
+    found = _body_streams(ir, in_body, element, lead_var, written, outside_writes)
+    if isinstance(found, Decline):
+        return found
+    streams, replace, other_reads = found
+    lead_syms = {lead_var} | ({loop_var} if loop_var else set()) | THREAD_SYMBOLS
+    why = _other_reads_decline(ir, in_body, other_reads, lead_syms, streams, written)
+    if why is not None:
+        return why
+    if early_return:
+        _end_element_at_returns(ir, in_body, streams, replace, reduce)
+    why = _streams_decline(ctx, streams, reduce)
+    if why is not None:
+        return why
+    names = _index_redefinitions(ir, body, streams, form, element, loop_var)
+    if isinstance(names, Decline):
+        return names
+    redefine, index_names = names
+    why = _outside_local_assigned(ir, body, in_body, accumulators)
+    if why is not None:
+        return why
+    return ElementLoop(
+        form,
+        body,
+        prelude,
+        element,
+        bound,
+        bound_text,
+        sorted(streams.values(), key=lambda s: _param_pos(ir, s.param)),
+        redefine,
+        replace,
+        chunk,
+        chunk_text,
+        index_names,
+        atomics,
+    )
+
+
+def _body_range(body: list[Any]) -> Callable[[Any], bool]:
+    """Is a node inside the element body (between its first statement's start and its last one's end)?"""
     body_start, body_end = body[0].start_byte, body[-1].end_byte
 
     def in_body(n: Any) -> bool:
         return body_start <= n.start_byte and n.end_byte <= body_end
 
+    return in_body
+
+
+def _early_return(ir: KernelIR, in_body: Callable[[Any], bool]) -> bool | Decline:
+    """Does the body end an element with a plain ``return;`` (outside its loops)? Any other exit declines."""
     early_return = False
     for n in ir.exits:
         if in_body(n):
@@ -58,6 +115,11 @@ def _finish(
                 early_return = True
                 continue
             return Decline(f"the element body exits early (`{ir.text(n)}`): not a straight-line element body")
+    return early_return
+
+
+def _inner_loop_decline(ir: KernelIR, in_body: Callable[[Any], bool]) -> Decline | None:
+    """Why a loop inside the element body rules it out (a data-dependent trip count, or stores in it)."""
     for lp in ir.loops:
         if in_body(lp.node) and (
             lp.var is None
@@ -79,15 +141,21 @@ def _finish(
             for a in ir.accesses
         ):
             return Decline("the element body writes memory inside a loop")
+    return None
+
+
+def _lead_var(form: Form, element: Poly, loop_var: str | None) -> str:
+    """The symbol stream indices are measured along: ``gid.x``, or the chunk loop's counter."""
     lead_var = (
         "gid.x" if element.coeff("gid.x") == Poly.const(1) and form != "chunk" else (loop_var or "gid.x")
     )
     if form == "chunk" and loop_var is not None:
         lead_var = loop_var
-    streams: dict[str, Stream] = {}
-    replace: dict[int, str] = {}
-    other_reads: list[Access] = []
-    written = ir.written()
+    return lead_var
+
+
+def _body_atomics(ir: KernelIR, in_body: Callable[[Any], bool], reduce: str) -> list[Atomic] | Decline:
+    """The body's atomics, each of the shape ``reduce`` asks for (one address, or a data-dependent one)."""
     atomics = []
     for at in ir.atomics:
         if not in_body(at.node):
@@ -116,6 +184,22 @@ def _finish(
                 f"the value returned by `{ir.text(at.node)}` is used: the order of updates is observable"
             )
         atomics.append(at)
+    return atomics
+
+
+def _body_streams(
+    ir: KernelIR,
+    in_body: Callable[[Any], bool],
+    element: Poly,
+    lead_var: str,
+    written: Any,
+    outside_writes: bool,
+) -> tuple[dict[str, Stream], dict[int, str], list[Access]] | Decline:
+    """The streams the body accesses at the element's index (each access replaced by its register
+    operand) and its other global reads, or why an access rules the body out."""
+    streams: dict[str, Stream] = {}
+    replace: dict[int, str] = {}
+    other_reads: list[Access] = []
     for a in ir.accesses:
         if a.space != "global" or a.kind == "atomic":
             continue
@@ -134,25 +218,46 @@ def _finish(
                 )
             other_reads.append(a)
             continue
-        s, o = st
-        pi = ir.param(a.base)
-        if pi is None:
-            return Decline(f"{a.base} is not a parameter")
-        stream = streams.setdefault(a.base, Stream(a.base, pi.ctype, s))
-        if stream.stride != s:
-            return Decline(f"{a.base} is accessed with two strides ({stream.stride} and {s}) per element")
-        if a.kind == "load":
+        why = _add_stream_access(ir, in_body, streams, a, st)
+        if why is not None:
+            return why
+        replace[a.node.id] = streams[a.base].slot(st[1])
+    return streams, replace, other_reads
+
+
+def _add_stream_access(
+    ir: KernelIR, in_body: Callable[[Any], bool], streams: dict[str, Stream], a: Access, st: tuple[int, int]
+) -> Decline | None:
+    """Record access ``a`` at ``stride*e + offset`` (``st``) on its stream, or say why it cannot be one."""
+    s, o = st
+    pi = ir.param(a.base)
+    if pi is None:
+        return Decline(f"{a.base} is not a parameter")
+    stream = streams.setdefault(a.base, Stream(a.base, pi.ctype, s))
+    if stream.stride != s:
+        return Decline(f"{a.base} is accessed with two strides ({stream.stride} and {s}) per element")
+    if a.kind == "load":
+        stream.reads.add(o)
+    else:
+        stream.writes.add(o)
+        if a.kind == "update":
             stream.reads.add(o)
-        else:
-            stream.writes.add(o)
-            if a.kind == "update":
-                stream.reads.add(o)
-            body_guards = [g for g in a.guards if in_body(g.node)]
-            if body_guards or any(in_body(lp.node) for lp in a.loops):
-                stream.conditional_write = True
-        stream.accesses.append((a, o))
-        replace[a.node.id] = stream.slot(o)
-    lead_syms = {lead_var} | ({loop_var} if loop_var else set()) | THREAD_SYMBOLS
+        body_guards = [g for g in a.guards if in_body(g.node)]
+        if body_guards or any(in_body(lp.node) for lp in a.loops):
+            stream.conditional_write = True
+    stream.accesses.append((a, o))
+    return None
+
+
+def _other_reads_decline(
+    ir: KernelIR,
+    in_body: Callable[[Any], bool],
+    other_reads: list[Access],
+    lead_syms: set[str],
+    streams: dict[str, Stream],
+    written: Any,
+) -> Decline | None:
+    """Reads not at the element's index must be of data no element writes, at an index no element moves."""
     for a in other_reads:
         if a.loops and any(in_body(lp.node) for lp in a.loops):
             return Decline(
@@ -178,13 +283,28 @@ def _finish(
             return Decline(
                 f"{a.base} is read at {a.index_text}, which is not the element's index, and written"
             )
-    if early_return:
-        for strm in streams.values():
-            if strm.writes:
-                strm.conditional_write = True
-        for n in ir.exits:
-            if in_body(n) and n.type == "return_statement":
-                replace[n.id] = "return kl_acc;" if reduce == "atomic" else "return;"
+    return None
+
+
+def _end_element_at_returns(
+    ir: KernelIR,
+    in_body: Callable[[Any], bool],
+    streams: dict[str, Stream],
+    replace: dict[int, str],
+    reduce: str,
+) -> None:
+    """A body with ``return;``: its outputs are preloaded and each return ends the lambda."""
+    for strm in streams.values():
+        if strm.writes:
+            strm.conditional_write = True
+    for n in ir.exits:
+        if in_body(n) and n.type == "return_statement":
+            replace[n.id] = "return kl_acc;" if reduce == "atomic" else "return;"
+
+
+def _streams_decline(ctx: RecipeContext, streams: dict[str, Stream], reduce: str) -> Decline | None:
+    """Why the streams cannot be vectorised (no output, outputs of a reduction, too sparse, unknown
+    element size), marking partly written interleaved streams as conditionally written on the way."""
     if not reduce and not any(s.writes for s in streams.values()):
         return Decline("no output is written at the element's index")
     if reduce and any(s.writes for s in streams.values()):
@@ -206,19 +326,22 @@ def _finish(
         pinfo = ctx.ir.param(strm.param)
         if pinfo is None or not pinfo.is_pointer:
             return Decline(f"{strm.param} is not a pointer parameter")
+    return None
+
+
+def _index_redefinitions(
+    ir: KernelIR,
+    body: list[Any],
+    streams: dict[str, Stream],
+    form: Form,
+    element: Poly,
+    loop_var: str | None,
+) -> tuple[list[str], list[str]] | Decline:
+    """The lambda's declarations of the user's index variables from ``kl_i``, and the element index's names."""
     # Identifiers of the body that are thread-dependent must be expressible from the element index.
     redefine: list[str] = []
     index_names: list[str] = []
-    used: set[str] = set()
-    for stmt in body:
-        for n in walk(stmt):
-            if any(
-                n.start_byte >= a.node.start_byte and n.end_byte <= a.node.end_byte
-                for a, _ in (x for s in streams.values() for x in s.accesses)
-            ):
-                continue
-            if n.type == "identifier":
-                used.add(ir.text(n))
+    used = _identifiers_outside_streams(ir, body, streams)
     if used & {"threadIdx", "blockIdx", "blockDim", "gridDim"}:
         return Decline("the element body reads threadIdx/blockIdx/blockDim/gridDim directly")
     for name in sorted(used):
@@ -235,25 +358,52 @@ def _finish(
             if var is not None and var.points_to is not None:
                 return Decline(f"the element body uses the local pointer {name} outside a subscript")
             continue
-        ip = ir.index_vars[name]
-        if _assigned_in(ir, name, body):
-            return Decline(f"the element body assigns the index variable {name}")
-        t = _decl_type(ir, name)
-        if ip == element:
-            redefine.append(f"const {t} {name} = static_cast<{t}>(kl_i);")
+        got = _redefine_index_var(ir, name, body, form, element)
+        if isinstance(got, Decline):
+            return got
+        redefine.append(got[0])
+        if got[1]:
             index_names.append(name)
-        elif form == "2d" and ip == Poly.sym("gid.x"):
-            redefine.append(
-                f"const {t} {name} = static_cast<{t}>(kl_i % ({_poly_ll(bound_text_w(element))}));"
-            )
-        elif form == "2d" and ip == Poly.sym("gid.y"):
-            redefine.append(
-                f"const {t} {name} = static_cast<{t}>(kl_i / ({_poly_ll(bound_text_w(element))}));"
-            )
-        else:
-            return Decline(f"the element body uses {name} = {ip}, which is not the element index")
     if not index_names:
         index_names = [n for n, p in ir.index_vars.items() if p == element] or [str(element)]
+    return redefine, index_names
+
+
+def _identifiers_outside_streams(ir: KernelIR, body: list[Any], streams: dict[str, Stream]) -> set[str]:
+    """The identifiers the body uses outside its stream accesses."""
+    used: set[str] = set()
+    for stmt in body:
+        for n in walk(stmt):
+            if any(
+                n.start_byte >= a.node.start_byte and n.end_byte <= a.node.end_byte
+                for a, _ in (x for s in streams.values() for x in s.accesses)
+            ):
+                continue
+            if n.type == "identifier":
+                used.add(ir.text(n))
+    return used
+
+
+def _redefine_index_var(
+    ir: KernelIR, name: str, body: list[Any], form: Form, element: Poly
+) -> tuple[str, bool] | Decline:
+    """The lambda's declaration of index variable ``name`` from ``kl_i`` and whether it is the element index."""
+    ip = ir.index_vars[name]
+    if _assigned_in(ir, name, body):
+        return Decline(f"the element body assigns the index variable {name}")
+    t = _decl_type(ir, name)
+    if ip == element:
+        return f"const {t} {name} = static_cast<{t}>(kl_i);", True
+    if form == "2d" and ip == Poly.sym("gid.x"):
+        return f"const {t} {name} = static_cast<{t}>(kl_i % ({_poly_ll(bound_text_w(element))}));", False
+    if form == "2d" and ip == Poly.sym("gid.y"):
+        return f"const {t} {name} = static_cast<{t}>(kl_i / ({_poly_ll(bound_text_w(element))}));", False
+    return Decline(f"the element body uses {name} = {ip}, which is not the element index")
+
+
+def _outside_local_assigned(
+    ir: KernelIR, body: list[Any], in_body: Callable[[Any], bool], accumulators: frozenset[str]
+) -> Decline | None:
     # Locals assigned inside the body but declared outside it would be shared by all elements a thread handles.
     for stmt in body:
         for n in walk(stmt):
@@ -265,21 +415,7 @@ def _finish(
                         return Decline(
                             f"the element body assigns {ir.text(tgt)}, which is declared outside it"
                         )
-    return ElementLoop(
-        form,
-        body,
-        prelude,
-        element,
-        bound,
-        bound_text,
-        sorted(streams.values(), key=lambda s: _param_pos(ir, s.param)),
-        redefine,
-        replace,
-        chunk,
-        chunk_text,
-        index_names,
-        atomics,
-    )
+    return None
 
 
 def bound_text_w(element: Poly) -> Poly:

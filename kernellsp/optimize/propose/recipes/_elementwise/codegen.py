@@ -68,6 +68,27 @@ def generate(
     add(f"// Rewritten by a kernellsp recipe: {what}.")
     for p in el.prelude:
         add(ir.text(p))
+    lines += _thread_mapping(ctx, el, params, E, reduction)
+    lines += _element_count(ctx, el)
+    red = reduction
+    lines += _element_lambda(ctx, el, red)
+    lines += _scalar_path(el, red)
+    lines += _vector_path(el, E, unroll, red)
+    if red:
+        add(red.epilogue)
+    code = signature_text(ctx) + "\n{\n" + indent("\n".join(lines), 4) + "\n}\n"
+    launch = None
+    if not ctx.host_launched:
+        launch = new_launch(ctx, el, E * (red.items if red else unroll), params)
+    return Rewrite(ctx.kernel.name, code, launch)
+
+
+def _thread_mapping(
+    ctx: RecipeContext, el: ElementLoop, params: dict[str, Any], E: int, reduction: Reduction | None
+) -> list[str]:
+    """``kl_tid`` and ``kl_threads``: this thread's rank and the number of threads of the loops."""
+    lines: list[str] = []
+    add = lines.append
     one_d = _one_d(ctx)
     spread = (
         bool(params.get("spread"))
@@ -99,20 +120,30 @@ def generate(
             "blockIdx.x) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + "
             "threadIdx.x;"
         )
+    return lines
+
+
+def _element_count(ctx: RecipeContext, el: ElementLoop) -> list[str]:
+    """``kl_n``: the number of elements the rewrite processes (what the original reached)."""
     n_expr = _ll(el.bound)
     if el.form == "chunk" and el.chunk is not None:
         # Thread t of the original handled [t*C, (t+1)*C): together [0, threads*C) of the launch it ran with.
         if ctx.host_launched:
-            add(f"const long long kl_n = min({n_expr}, kl_threads * ({_ll(el.chunk)}));")
-        else:
-            add(
-                f"const long long kl_n = {n_expr};  // the spec's launch covered every element (checked per shape)"
-            )
-    elif ctx.host_launched and el.form == "guard":
+            return [f"const long long kl_n = min({n_expr}, kl_threads * ({_ll(el.chunk)}));"]
+        return [
+            f"const long long kl_n = {n_expr};  // the spec's launch covered every element (checked per shape)"
+        ]
+    if ctx.host_launched and el.form == "guard":
         # One element per thread: the original reached [0, min(n, threads)) under the launch it keeps.
-        add(f"const long long kl_n = min({n_expr}, static_cast<long long>(gridDim.x) * blockDim.x);")
-    else:
-        add(f"const long long kl_n = {n_expr};")
+        return [f"const long long kl_n = min({n_expr}, static_cast<long long>(gridDim.x) * blockDim.x);"]
+    return [f"const long long kl_n = {n_expr};"]
+
+
+def _element_lambda(ctx: RecipeContext, el: ElementLoop, red: Reduction | None) -> list[str]:
+    """The reduction's prologue and ``kl_element``: the user's body over the element index and its operands."""
+    ir = ctx.ir
+    lines: list[str] = []
+    add = lines.append
     # The element body, once, as a lambda over the element index and its stream operands.
     args = ["const long long kl_i"]
     for s in el.streams:
@@ -121,7 +152,6 @@ def generate(
                 args.append(f"{s.ctype}& {s.slot(o)}")
             else:
                 args.append(f"const {s.ctype} {s.slot(o)}")
-    red = reduction
     returns = red is not None and red.acc_type is not None
     for line in red.prologue if red else []:
         add(line)
@@ -137,6 +167,13 @@ def generate(
     add("};")
     if red and returns:
         add(f"{red.acc_type} kl_total = {red.identity};")
+    return lines
+
+
+def _scalar_path(el: ElementLoop, red: Reduction | None) -> list[str]:
+    """``kl_scalar``: one element with plain loads and stores (the tail, unaligned pointers)."""
+    lines: list[str] = []
+    add = lines.append
     # Scalar path: one element with plain loads and stores (tail, unaligned pointers).
     add("auto kl_scalar = [&](const long long kl_e) {")
     call = ["kl_e"]
@@ -157,6 +194,13 @@ def generate(
             idx = f"kl_e * {s.stride} + {o}" if s.stride > 1 else "kl_e"
             add(f"    {s.param}[{idx}] = {s.slot(o)};")
     add("};")
+    return lines
+
+
+def _vector_path(el: ElementLoop, E: int, unroll: int, red: Reduction | None) -> list[str]:
+    """The grid-stride loop over 16-byte vectors when every pointer is aligned, scalar elements otherwise."""
+    lines: list[str] = []
+    add = lines.append
     # Vector path: E elements per step, 16-byte loads/stores.
     ptrs = " | ".join(f"reinterpret_cast<unsigned long long>({s.param})" for s in el.streams)
     add(f"constexpr int kl_E = {E};  // elements per 16-byte vector of the narrowest stream")
@@ -178,13 +222,7 @@ def generate(
     add("} else {")
     add("    for (long long kl_e = kl_tid; kl_e < kl_n; kl_e += kl_threads) kl_scalar(kl_e);")
     add("}")
-    if red:
-        add(red.epilogue)
-    code = signature_text(ctx) + "\n{\n" + indent("\n".join(lines), 4) + "\n}\n"
-    launch = None
-    if not ctx.host_launched:
-        launch = new_launch(ctx, el, E * (red.items if red else unroll), params)
-    return Rewrite(ctx.kernel.name, code, launch)
+    return lines
 
 
 def _vector_step(el: ElementLoop, unroll: int, red: Reduction | None = None) -> str:

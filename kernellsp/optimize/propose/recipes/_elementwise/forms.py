@@ -32,42 +32,10 @@ def analyse(ctx: RecipeContext, reduce: str = "") -> ElementLoop | Decline:
     buffer (``atomicAdd(&bins[data[i]], 1)``). Those atomics are returned in ``ElementLoop.atomics``.
     """
     ir = ctx.ir
-    if ir.barriers or ir.warp_ops:
-        return Decline(
-            "the kernel synchronises threads (__syncthreads/__syncwarp/shuffles): elements are not independent"
-        )
-    if ir.atomics and not reduce:
-        return Decline(
-            "the kernel uses atomics: not an elementwise map (the reduction/histogram recipes handle those)"
-        )
-    if any(v.shared for v in ir.locals.values()):
-        return Decline("the kernel uses __shared__ memory: elements are not independent")
-    if any("printf" in c for c in ir.calls):
-        return Decline("the kernel calls printf: reordering elements would change its output")
-    if not ir.stores() and not (reduce and ir.atomics):
-        return Decline("the kernel writes no pointer parameter")
-    stmts = ir.statements()
-    prelude: list[tree_sitter.Node] = []
-    exits: list[tree_sitter.Node] = []
-    i = 0
-    while i < len(stmts):
-        s = stmts[i]
-        if _index_decl(ir, s):
-            i += 1
-            continue
-        if s.type == "if_statement" and s.child_by_field_name("alternative") is None and _exit_only(ir, s):
-            if _is_uniform(ir, s):
-                prelude.append(s)
-            else:
-                exits.append(s)
-            i += 1
-            continue
-        if s.type == "declaration" and _is_uniform(ir, s):
-            prelude.append(s)
-            i += 1
-            continue
-        break
-    rest = stmts[i:]
+    why = _kernel_decline(ir, reduce)
+    if why is not None:
+        return why
+    prelude, exits, rest = _split_head(ir, ir.statements())
     if not rest:
         return Decline("no element body found after the index computation")
     # The element region: one guarded block, one loop, or the statements after an early return.
@@ -91,6 +59,53 @@ def analyse(ctx: RecipeContext, reduce: str = "") -> ElementLoop | Decline:
     if exits:
         return _guarded(ctx, prelude, exits, None, rest, reduce)
     return Decline("the element body is not guarded by a bound check (`if (i < n)` or `if (i >= n) return;`)")
+
+
+def _kernel_decline(ir: KernelIR, reduce: str) -> Decline | None:
+    """Why the kernel as a whole is no element loop (synchronisation, atomics, shared memory, printf, no store)."""
+    if ir.barriers or ir.warp_ops:
+        return Decline(
+            "the kernel synchronises threads (__syncthreads/__syncwarp/shuffles): elements are not independent"
+        )
+    if ir.atomics and not reduce:
+        return Decline(
+            "the kernel uses atomics: not an elementwise map (the reduction/histogram recipes handle those)"
+        )
+    if any(v.shared for v in ir.locals.values()):
+        return Decline("the kernel uses __shared__ memory: elements are not independent")
+    if any("printf" in c for c in ir.calls):
+        return Decline("the kernel calls printf: reordering elements would change its output")
+    if not ir.stores() and not (reduce and ir.atomics):
+        return Decline("the kernel writes no pointer parameter")
+    return None
+
+
+def _split_head(
+    ir: KernelIR, stmts: list[tree_sitter.Node]
+) -> tuple[list[tree_sitter.Node], list[tree_sitter.Node], list[tree_sitter.Node]]:
+    """The kernel's leading statements split into the uniform prelude, the thread-dependent early exits
+    (index declarations dropped), and the rest: the element region."""
+    prelude: list[tree_sitter.Node] = []
+    exits: list[tree_sitter.Node] = []
+    i = 0
+    while i < len(stmts):
+        s = stmts[i]
+        if _index_decl(ir, s):
+            i += 1
+            continue
+        if s.type == "if_statement" and s.child_by_field_name("alternative") is None and _exit_only(ir, s):
+            if _is_uniform(ir, s):
+                prelude.append(s)
+            else:
+                exits.append(s)
+            i += 1
+            continue
+        if s.type == "declaration" and _is_uniform(ir, s):
+            prelude.append(s)
+            i += 1
+            continue
+        break
+    return prelude, exits, stmts[i:]
 
 
 def _guard_conds(
@@ -174,23 +189,64 @@ def _loop_form(
         return Decline(exit_conds)
     v = Poly.sym(lp.var)
     if lp.grid_stride == "x":
-        if exit_conds and not all(_uniform_cond(ir, c) for c in exit_conds):
-            return Decline("an early exit before the grid-stride loop depends on the thread")
-        if len(lp.conds) != 1:
-            return Decline(
-                f"the grid-stride loop condition `{' && '.join(c.text for c in lp.conds)}` is not one bound"
-            )
-        b = lp.conds[0].bounds_above(v)
-        if b is None or b.depends_on(THREAD_SYMBOLS) or _depends_on_locals(ir, b):
-            return Decline(f"the grid-stride loop bound `{lp.conds[0].text}` is not uniform")
-        text = _rhs_text(ir, lp.conds[0], v)
-        return _finish(
-            ctx, "grid-stride", prelude, body, v, b, text, lead=[lp.var], loop_var=lp.var, reduce=reduce
-        )
+        return _grid_stride_for(ctx, prelude, body, lp, exit_conds, reduce)
     if lp.step != Poly.const(1):
         return Decline(f"loop step `{lp.step}` is neither 1 (a per-thread chunk) nor a grid stride")
     # Chunk forms. Conditions on the element: loop conditions (a `min(...)` bound splits in two),
     # guards at the top of the loop body (`if (i >= n) break;` / `if (i < n) {...}`), early exits.
+    got = _chunk_conds(ir, lp, body)
+    if isinstance(got, Decline):
+        return got
+    conds, body = got
+    chunked = _chunk_element(ir, lp.start, conds, v)
+    if isinstance(chunked, Decline):
+        return chunked
+    chunk, element = chunked
+    bounded = _chunk_bound(ir, conds + (exit_conds or []), element, v, chunk)
+    if isinstance(bounded, Decline):
+        return bounded
+    global_bound, gtext = bounded
+    chunk_text = chunk.c_text()
+    return _finish(
+        ctx,
+        "chunk",
+        prelude,
+        body,
+        element,
+        global_bound,
+        gtext,
+        lead=[lp.var],
+        loop_var=lp.var,
+        chunk=chunk,
+        chunk_text=chunk_text,
+        reduce=reduce,
+    )
+
+
+def _grid_stride_for(
+    ctx: RecipeContext, prelude: list[Any], body: list[Any], lp: Any, exit_conds: list[Any], reduce: str
+) -> ElementLoop | Decline:
+    """``for (i = gid; i < n; i += blockDim.x * gridDim.x)``: every element ``i`` of ``[0, n)``."""
+    ir = ctx.ir
+    v = Poly.sym(lp.var)
+    if exit_conds and not all(_uniform_cond(ir, c) for c in exit_conds):
+        return Decline("an early exit before the grid-stride loop depends on the thread")
+    if len(lp.conds) != 1:
+        return Decline(
+            f"the grid-stride loop condition `{' && '.join(c.text for c in lp.conds)}` is not one bound"
+        )
+    b = lp.conds[0].bounds_above(v)
+    if b is None or b.depends_on(THREAD_SYMBOLS) or _depends_on_locals(ir, b):
+        return Decline(f"the grid-stride loop bound `{lp.conds[0].text}` is not uniform")
+    text = _rhs_text(ir, lp.conds[0], v)
+    return _finish(
+        ctx, "grid-stride", prelude, body, v, b, text, lead=[lp.var], loop_var=lp.var, reduce=reduce
+    )
+
+
+def _chunk_conds(ir: KernelIR, lp: Any, body: list[Any]) -> tuple[list[Any], list[Any]] | Decline:
+    """A chunk loop's conditions on the element (its own, and its body's leading guards) and the body
+    under them, without the leading index declarations."""
     conds = list(lp.conds)
     conds = _expand_min_bounds(ir, conds)
     # Leading index declarations inside the loop (`int i = start + k;`) are resolved by the IR.
@@ -221,8 +277,12 @@ def _loop_form(
         break
     # Drop leading index declarations inside the loop (`int i = start + k;`).
     body = [s for s in body if not (s.type == "declaration" and _index_decl_in_loop(ir, s, lp.var))]
+    return conds, body
+
+
+def _chunk_element(ir: KernelIR, start: Poly, conds: list[Any], v: Poly) -> tuple[Poly, Poly] | Decline:
+    """The chunk size and the element index of a chunk loop counting ``v`` from ``start``."""
     # Element candidates: the loop variable itself when it starts at the chunk start (t*C), else t*C + k.
-    start = lp.start
     gid = Poly.sym("gid.x")
     if start.is_const and start.value == 0:
         chunk = None
@@ -242,10 +302,19 @@ def _loop_form(
         element = v
     if chunk.depends_on(THREAD_SYMBOLS) or _depends_on_locals(ir, chunk):
         return Decline(f"the chunk size `{chunk}` is not uniform across threads")
+    return chunk, element
+
+
+def _chunk_bound(
+    ir: KernelIR, conds: list[Any], element: Poly, v: Poly, chunk: Poly
+) -> tuple[Poly, str] | Decline:
+    """The bound on the element index (and its spelling) among a chunk loop's conditions; every other
+    condition must be the chunk's own extent or an early exit implied by that bound."""
+    gid = Poly.sym("gid.x")
     chunk_start = chunk * gid
     global_bound: Poly | None = None
     gtext = ""
-    for c in conds + (exit_conds or []):
+    for c in conds:
         b = c.bounds_above(element)
         if b is not None and not b.depends_on(THREAD_SYMBOLS) and not _depends_on_locals(ir, b):
             if global_bound is not None and b != global_bound:
@@ -268,21 +337,7 @@ def _loop_form(
         )
     if global_bound is None:
         return Decline("no bound on the element index (`i < n`) was found: the chunks may run past the data")
-    chunk_text = chunk.c_text()
-    return _finish(
-        ctx,
-        "chunk",
-        prelude,
-        body,
-        element,
-        global_bound,
-        gtext,
-        lead=[lp.var],
-        loop_var=lp.var,
-        chunk=chunk,
-        chunk_text=chunk_text,
-        reduce=reduce,
-    )
+    return global_bound, gtext
 
 
 def _while_form(
