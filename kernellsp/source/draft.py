@@ -245,8 +245,20 @@ def _max_index(index: Poly, conds: list[Cond], loops: list[Loop], probe: dict[st
         return None
     left = set(variables)
     starts = {lp.var: lp.start for lp in loops if lp.var is not None and lp.start is not None}
+    total += _bound_groups(coeffs, left, conds, probe)
+    for v in sorted(left):
+        top = _bound_one(v, coeffs[v], conds, starts, probe)
+        if top is None:
+            return None
+        total += top
+    return total
+
+
+def _bound_groups(coeffs: dict[str, Poly], left: set[str], conds: list[Cond], probe: dict[str, int]) -> int:
+    """The largest value of the groups of variables one condition bounds; their variables leave ``left``."""
+    total = 0
     # Variables one condition bounds together first (t*TILE + tx < K), largest groups first; then one at a time.
-    for size in range(len(variables), 1, -1):
+    for size in range(len(left), 1, -1):
         for group in itertools.combinations(sorted(left), size):
             if not set(group) <= left:
                 continue
@@ -261,22 +273,27 @@ def _max_index(index: Poly, conds: list[Cond], loops: list[Loop], probe: dict[st
                     total += mult * (bn - 1)
                     left -= set(group)
                     break
-    for v in sorted(left):
-        mult = _num(coeffs[v], probe)
-        if mult is None:
-            return None
-        lo_p = starts.get(v)
-        lo = (_num(lo_p, probe) if lo_p is not None else 0) or 0
-        hi = None
-        for c in conds:
-            b = c.bounds_above(Poly.sym(v))
-            hi = _num(b, probe) if b is not None else None
-            if hi is not None:
-                break
-        if hi is None or hi - 1 < lo:
-            return None
-        total += mult * (hi - 1) if mult > 0 else mult * lo
     return total
+
+
+def _bound_one(
+    v: str, coeff: Poly, conds: list[Cond], starts: dict[str, Poly], probe: dict[str, int]
+) -> int | None:
+    """The largest value of ``coeff * v`` with ``v`` from its loop start (or 0) to its bound, or ``None``."""
+    mult = _num(coeff, probe)
+    if mult is None:
+        return None
+    lo_p = starts.get(v)
+    lo = (_num(lo_p, probe) if lo_p is not None else 0) or 0
+    hi = None
+    for c in conds:
+        b = c.bounds_above(Poly.sym(v))
+        hi = _num(b, probe) if b is not None else None
+        if hi is not None:
+            break
+    if hi is None or hi - 1 < lo:
+        return None
+    return mult * (hi - 1) if mult > 0 else mult * lo
 
 
 def _factor_out(p: Poly) -> tuple[Poly, Poly]:
