@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from kernellsp.optimize.propose.recipes import _memshape as ms
 from kernellsp.optimize.propose.recipes.base import RecipeContext
-from kernellsp.source.ir import Access, Cond, Loop, Poly, walk
+from kernellsp.source.ir import Access, Accumulation, Cond, KernelIR, LocalVar, Loop, Poly, walk
 from kernellsp.source.ir.control import _strip_parens
 
 #: Calls allowed in the output expression and the initial value (pure arithmetic on floats).
@@ -110,6 +111,62 @@ _SENT = "\x00"
 def analyse(ctx: RecipeContext) -> Product | str:
     """The product the kernel computes, or why it is not one (a sentence for ``--explain``)."""
     ir = ctx.ir
+    why = _kernel_decline(ir)
+    if why:
+        return why
+    found = _the_accumulation(ctx)
+    if isinstance(found, str):
+        return found
+    accum, lv, acc_ctype = found
+    loops = _reduction_loops(ir, accum, lv)
+    if isinstance(loops, str):
+        return loops
+    loop, k, kbound, outer, batch_loop = loops
+    factors = _factors(ir, accum)
+    if isinstance(factors, str):
+        return factors
+    stored = _the_store(ir, loop, outer, factors)
+    if isinstance(stored, str):
+        return stored
+    st, rhs = stored
+    # Every other read must belong to the output expression or the initial value.
+    allowed = {f.node.id for f in factors}
+    regions = [rhs] + ([lv.value_node] if lv.value_node is not None else [])
+    macros = _function_macros(ctx.model.text)
+    why = _outside_product_decline(ir, allowed, regions, macros, accum.var, k, batch_loop)
+    if why:
+        return why
+    # Indices with / and % as atoms, guards re-read with them.
+    order = [factors[0], factors[1], st, *[x for x in ir.loads() if x.node.id not in allowed]]
+    solved = _coordinates(ir, factors, st, order, macros, allowed, batch_loop)
+    if isinstance(solved, str):
+        return solved
+    coords, terms = solved
+    why = _linearity_decline(ir, coords, terms, factors, st, k)
+    if why:
+        return why
+    templates = _templates(ctx, accum.var, lv, rhs, terms, st, coords, batch_loop, k)
+    if isinstance(templates, str):
+        return templates
+    epilogue, init_text, extras = templates
+    return Product(
+        acc=accum.var,
+        acc_ctype=acc_ctype,
+        loop=loop,
+        k=k,
+        kbound=kbound,
+        factors=(terms[factors[0].node.id], terms[factors[1].node.id]),
+        store=terms[st.node.id],
+        coords=coords,
+        batch_loop=batch_loop,
+        epilogue=epilogue,
+        init=init_text,
+        extras=extras,
+    )
+
+
+def _kernel_decline(ir: KernelIR) -> str | None:
+    """Why the kernel as a whole is not one dot product per thread (sync, atomics, shared or local arrays)."""
     if ir.barriers:
         return "the kernel synchronises (__syncthreads/__syncwarp): it is not one dot product per thread"
     if ir.atomics:
@@ -120,6 +177,12 @@ def analyse(ctx: RecipeContext) -> Product | str:
         return "the kernel already stages data in shared memory"
     if any(v.is_array for v in ir.locals.values()):
         return "the kernel keeps a local array: it is not one dot product per thread"
+    return None
+
+
+def _the_accumulation(ctx: RecipeContext) -> tuple[Accumulation, LocalVar, str] | str:
+    """The one plain sum into a local scalar (its accumulation, its local and its C type), or why not."""
+    ir = ctx.ir
     sums = [a for a in ir.accumulations if a.op == "sum"]
     if len(ir.accumulations) != 1 or len(sums) != 1:
         if not ir.accumulations:
@@ -137,6 +200,13 @@ def analyse(ctx: RecipeContext) -> Product | str:
     acc_ctype = ctx.template_map().get(lv.ctype, lv.ctype).replace("const ", "").strip()
     if lv.assignments != 1:
         return f"{accum.var} is assigned {lv.assignments} times; a product accumulates into it once per iteration"
+    return accum, lv, acc_ctype
+
+
+def _reduction_loops(
+    ir: KernelIR, accum: Accumulation, lv: LocalVar
+) -> tuple[Loop, str, Poly, list[Loop], Loop | None] | str:
+    """The reduction loop (its variable and bound), the loops around it and the batch loop among them."""
     if not accum.loops:
         return f"the accumulation into {accum.var} is not inside a loop"
     loop = accum.loops[-1]
@@ -154,7 +224,11 @@ def analyse(ctx: RecipeContext) -> Product | str:
         why = _check_batch_loop(ir, batch_loop, lv.decl)
         if why:
             return why
-    # The factors of `acc += X * Y`.
+    return loop, k, kbound, outer, batch_loop
+
+
+def _factors(ir: KernelIR, accum: Accumulation) -> list[Access] | str:
+    """The factors of `acc += X * Y`: two plain reads of pointer parameters, in the order written."""
     value = accum.value_node
     if value is None:
         return f"the value added to {accum.var} could not be read"
@@ -176,20 +250,31 @@ def analyse(ctx: RecipeContext) -> Product | str:
         n = _strip_parens(ir, n) if n is not None else None
         got = loads_by_node.get(n.id) if n is not None else None
         if got is None:
-            text = ir.text(n) if n is not None else "?"
-            if n is not None and n.type == "cast_expression":
-                return (
-                    f"the factor `{text}` converts its load with a cast: the tiled recipes take plain fp32 "
-                    "loads `x[..] * y[..]`"
-                )
-            if n is not None and any(c.type == "call_expression" for c in walk(n)):
-                return (
-                    f"the factor `{text}` converts or transforms a load: the tiled recipes take plain fp32 "
-                    "loads `x[..] * y[..]`"
-                )
-            return f"the factor `{text}` is not a read of a pointer parameter"
+            return _factor_decline(ir, n)
         factors.append(got)
-    # The one store.
+    return factors
+
+
+def _factor_decline(ir: KernelIR, n: Any) -> str:
+    """Why the factor ``n`` is not a plain read of a pointer parameter."""
+    text = ir.text(n) if n is not None else "?"
+    if n is not None and n.type == "cast_expression":
+        return (
+            f"the factor `{text}` converts its load with a cast: the tiled recipes take plain fp32 "
+            "loads `x[..] * y[..]`"
+        )
+    if n is not None and any(c.type == "call_expression" for c in walk(n)):
+        return (
+            f"the factor `{text}` converts or transforms a load: the tiled recipes take plain fp32 "
+            "loads `x[..] * y[..]`"
+        )
+    return f"the factor `{text}` is not a read of a pointer parameter"
+
+
+def _the_store(
+    ir: KernelIR, loop: Loop, outer: list[Loop], factors: list[Access]
+) -> tuple[Access, Any] | str:
+    """The one store of the output (``=`` or ``+=``, after the reduction loop) and its stored value."""
     stores = ir.stores()
     if len(stores) != 1:
         return f"the kernel writes {len(stores)} places; a product writes its output once"
@@ -206,15 +291,24 @@ def analyse(ctx: RecipeContext) -> Product | str:
     rhs = _store_rhs(ir, st)
     if rhs is None:
         return "the stored value could not be read"
-    # Every other read must belong to the output expression or the initial value.
-    allowed = {f.node.id for f in factors}
-    regions = [rhs] + ([lv.value_node] if lv.value_node is not None else [])
+    return st, rhs
+
+
+def _outside_product_decline(
+    ir: KernelIR,
+    allowed: set[int],
+    regions: list[Any],
+    macros: dict[str, tuple[list[str], str]],
+    acc: str,
+    k: str,
+    batch_loop: Loop | None,
+) -> str | None:
+    """A read or call outside the product and its output expression, or a reassigned local."""
     for a in ir.loads():
         if a.node.id in allowed:
             continue
         if not any(_inside(a.node, r) for r in regions):
             return f"the kernel reads {a.base}[{a.index_text}] outside the product and its output expression"
-    macros = _function_macros(ctx.model.text)
     for n in walk(ir.body):
         if n.type == "call_expression" and not any(_inside(n, r) for r in regions):
             fname = ir.text(n.child_by_field_name("function"))
@@ -222,11 +316,23 @@ def analyse(ctx: RecipeContext) -> Product | str:
                 continue  # an index macro (IDX2(r, c, ld)): expanded below
             return f"the kernel calls {fname}() outside the output expression"
     for name, v in ir.locals.items():
-        if name in (accum.var, k) or (batch_loop is not None and name == batch_loop.var):
+        if name in (acc, k) or (batch_loop is not None and name == batch_loop.var):
             continue
         if v.assignments:
             return f"the local {name} is reassigned: only the accumulator and the loop variables may change"
-    # Indices with / and % as atoms, guards re-read with them.
+    return None
+
+
+def _coordinates(
+    ir: KernelIR,
+    factors: list[Access],
+    st: Access,
+    order: list[Access],
+    macros: dict[str, tuple[list[str], str]],
+    allowed: set[int],
+    batch_loop: Loop | None,
+) -> tuple[list[ms.Coord], dict[int, Term]] | str:
+    """The output's coordinates (from the store's guards, plus the batch loop's) and every read's index over them."""
     idx: dict[int, Poly] = {}
     for a in [*factors, st, *[x for x in ir.loads() if x.node.id not in allowed]]:
         p = ms.access_index(ir, a)
@@ -238,7 +344,6 @@ def analyse(ctx: RecipeContext) -> Product | str:
     if any(not g.exact for g in st.guards):
         return "a guard of the output store is not a conjunction of comparisons"
     conds = [_divmod_cond(ir, c) for g in st.guards for c in g.conds]
-    order = [factors[0], factors[1], st, *[x for x in ir.loads() if x.node.id not in allowed]]
     pivots = set(ir.divmods)
     solved = ms.solve_coordinates(ir, conds, [idx[a.node.id] for a in order], pivots)
     if isinstance(solved, str):
@@ -252,6 +357,14 @@ def analyse(ctx: RecipeContext) -> Product | str:
         bb = batch_loop.bound()
         assert bb is not None and batch_loop.var
         coords.append(ms.Coord(batch_loop.var, bb, f"{batch_loop.var} (outer loop)"))
+    return coords, terms
+
+
+def _linearity_decline(
+    ir: KernelIR, coords: list[ms.Coord], terms: dict[int, Term], factors: list[Access], st: Access, k: str
+) -> str | None:
+    """Why the indices are not linear in the coordinates and ``k`` over scalar parameters (or ``k`` moves
+    the output, or fails to move a factor)."""
     names = {c.name for c in coords} | {k}
     params = {p.name for p in ir.params if not p.is_pointer}
     for t in terms.values():
@@ -274,9 +387,24 @@ def analyse(ctx: RecipeContext) -> Product | str:
             return f"{t.access.base}'s index does not move with the reduction variable {k}"
     if terms[st.node.id].index.coeff(k) != Poly():
         return f"the output index moves with the reduction variable {k}"
+    return None
+
+
+def _templates(
+    ctx: RecipeContext,
+    acc: str,
+    lv: LocalVar,
+    rhs: Any,
+    terms: dict[int, Term],
+    st: Access,
+    coords: list[ms.Coord],
+    batch_loop: Loop | None,
+    k: str,
+) -> tuple[str, str, list[tuple[str, Term]]] | str:
+    """The output expression and the initial value as templates, with the reads they make."""
     out_coords = {c.name for c in coords}
     # Output expression and initial value as templates.
-    ep = _template(ctx, rhs, accum.var, terms, st, out_coords, batch_loop, k)
+    ep = _template(ctx, rhs, acc, terms, st, out_coords, batch_loop, k)
     if isinstance(ep, str) and ep.startswith(_SENT):
         return ep[1:]
     assert isinstance(ep, tuple)
@@ -291,23 +419,10 @@ def analyse(ctx: RecipeContext) -> Product | str:
         init_text, more = it
         extras += more
         if "{c}" in init_text:
-            return f"{accum.var} starts from the output's old value; write it as `out = {accum.var} + out` instead"
+            return f"{acc} starts from the output's old value; write it as `out = {acc} + out` instead"
     else:
-        return f"{accum.var} is declared without an initial value"
-    return Product(
-        acc=accum.var,
-        acc_ctype=acc_ctype,
-        loop=loop,
-        k=k,
-        kbound=kbound,
-        factors=(terms[factors[0].node.id], terms[factors[1].node.id]),
-        store=terms[st.node.id],
-        coords=coords,
-        batch_loop=batch_loop,
-        epilogue=epilogue,
-        init=init_text,
-        extras=extras,
-    )
+        return f"{acc} is declared without an initial value"
+    return epilogue, init_text, extras
 
 
 _MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)]*)\)[ \t]+(.+?)[ \t]*$", re.M)
@@ -375,8 +490,8 @@ def _macro_index(ir: object, a: Access, macros: dict[str, tuple[list[str], str]]
     return off + got
 
 
-def _eval_int_expr(text: str, values: dict[str, Poly]) -> Poly | None:
-    """``text`` (integers, names, ``+ - *``, parentheses) as a polynomial; names not in ``values`` are symbols."""
+def _int_tokens(text: str) -> list[tuple[str, str]]:
+    """The tokens of an integer macro body: ``("num", "12")``, ``("name", "ld")``, ``("op", "*")``."""
     toks: list[tuple[str, str]] = []
     pos = 0
     while pos < len(text):
@@ -390,6 +505,12 @@ def _eval_int_expr(text: str, values: dict[str, Poly]) -> Poly | None:
             toks.append(("name", m.group(2)))
         elif m.group(3) and not m.group(3).isspace():
             toks.append(("op", m.group(3)))
+    return toks
+
+
+def _eval_int_expr(text: str, values: dict[str, Poly]) -> Poly | None:
+    """``text`` (integers, names, ``+ - *``, parentheses) as a polynomial; names not in ``values`` are symbols."""
+    toks = _int_tokens(text)
     i = 0
 
     def atom() -> Poly | None:

@@ -23,7 +23,7 @@ from typing import Any
 from kernellsp.optimize.propose.recipes import _gemm_codegen as cg
 from kernellsp.optimize.propose.recipes import _memshape as ms
 from kernellsp.optimize.propose.recipes._elementwise.launch import spec_expr
-from kernellsp.optimize.propose.recipes._product import Product, analyse, is_batch
+from kernellsp.optimize.propose.recipes._product import Product, Term, analyse, is_batch
 from kernellsp.optimize.propose.recipes.base import (
     Decline,
     Match,
@@ -75,26 +75,11 @@ def match(ctx: RecipeContext) -> Match | Decline:
 
 def classify(ctx: RecipeContext, p: Product) -> Gemv | str:
     """Read the GEMV binding off the analysed product, or say why it is not a matrix-vector product."""
-    f0, f1, st = p.factors[0], p.factors[1], p.store
-    for c in p.coords:
-        if not p.moves(st, c.name):
-            return f"the output does not move with {c.origin}: several threads would write one element"
-    known = [c for c in p.coords if is_batch(p, c)]
-    own0 = [c for c in p.coords if c not in known and p.moves(f0, c.name) and not p.moves(f1, c.name)]
-    own1 = [c for c in p.coords if c not in known and p.moves(f1, c.name) and not p.moves(f0, c.name)]
-    if own0 and own1:
-        return "both factors move with an output coordinate of their own: a matrix-matrix product (matmul recipe)"
-    if not own0 and not own1:
-        return "neither factor moves with an output coordinate: a dot product, not a matrix-vector product"
-    mat, vec = (f0, f1) if own0 else (f1, f0)
-    rows = own0 or own1
-    if len(rows) > 1:
-        return "the matrix moves with two output coordinates (a tensor contraction)"
-    ci = rows[0]
-    batch = [c for c in p.coords if c is not ci]
-    if len(batch) > 1:
-        return "more than one batch coordinate"
-    cb = batch[0] if batch else None
+    st = p.store
+    roles = _roles(p)
+    if isinstance(roles, str):
+        return roles
+    mat, vec, ci, cb = roles
     for t in (mat, vec, st):
         ct = ctx.ctype(t.access.base)
         if ct != "float":
@@ -102,32 +87,14 @@ def classify(ctx: RecipeContext, p: Product) -> Gemv | str:
     if p.acc_ctype != "float":
         return f"the accumulator {p.acc} is {p.acc_ctype}: the matvec recipe accumulates in fp32"
     names = {c.name for c in p.coords} | {p.k}
-    si, sk = mat.index.coeff(ci.name), mat.index.coeff(p.k)
-    if si.depends_on(names) or sk.depends_on(names):
-        return f"the index of {mat.access.base} is not linear in the row and reduction variables"
-    layout: cg.Layout
-    if sk == Poly.const(1) and si != Poly.const(1):
-        layout, ld = "row", si
-    elif si == Poly.const(1) and sk != Poly.const(1):
-        layout, ld = "col", sk
-    else:
-        return (
-            f"{mat.access.base} is contiguous along neither the rows nor the reduction (strides {si}, {sk})"
-        )
-    xs, ys = vec.index.coeff(p.k), st.index.coeff(ci.name)
-    if xs.depends_on(names) or ys.depends_on(names):
-        return "a vector index is not linear"
-    for t, what in ((vec, "vector"), (st, "output")):
-        if t.index.without(names) != Poly():
-            return f"the {what} {t.access.base} is read at a constant offset ({t.index.without(names)}), not from 0"
-    bstride = {t.access.base: (t.index.coeff(cb.name) if cb is not None else Poly()) for t in (mat, vec, st)}
-    if any(v.depends_on(names) for v in bstride.values()):
-        return "a batch stride is not linear"
-    if cb is not None and bstride[st.access.base] == Poly():
-        return f"the output does not move with the batch coordinate {cb.origin}"
-    for _, t in p.extras:
-        if cb is not None and cb.name in t.index.symbols():
-            return f"the output expression reads {t.access.base} per batch item"
+    layout_ld = _matrix_layout(p, mat, ci, names)
+    if isinstance(layout_ld, str):
+        return layout_ld
+    layout, ld = layout_ld
+    strides = _strides(p, mat, vec, ci, cb, names)
+    if isinstance(strides, str):
+        return strides
+    xs, ys, bstride = strides
     clash = sorted(q.name for q in ctx.ir.params if q.name.startswith(cg.P))
     if clash:
         return f"parameter {clash[0]} starts with the generator's prefix {cg.P}"
@@ -154,7 +121,75 @@ def classify(ctx: RecipeContext, p: Product) -> Gemv | str:
         x_batch_stride=text(bstride[vec.access.base]),
         y_batch_stride=text(bstride[st.access.base]),
     )
-    g = Gemv(binding, None, None)
+    return _with_launch(ctx, Gemv(binding, None, None), ci, cb)
+
+
+def _roles(p: Product) -> tuple[Term, Term, ms.Coord, ms.Coord | None] | str:
+    """The matrix and the vector among the factors, the row coordinate and the batch coordinate (if any)."""
+    f0, f1, st = p.factors[0], p.factors[1], p.store
+    for c in p.coords:
+        if not p.moves(st, c.name):
+            return f"the output does not move with {c.origin}: several threads would write one element"
+    known = [c for c in p.coords if is_batch(p, c)]
+    own0 = [c for c in p.coords if c not in known and p.moves(f0, c.name) and not p.moves(f1, c.name)]
+    own1 = [c for c in p.coords if c not in known and p.moves(f1, c.name) and not p.moves(f0, c.name)]
+    if own0 and own1:
+        return "both factors move with an output coordinate of their own: a matrix-matrix product (matmul recipe)"
+    if not own0 and not own1:
+        return "neither factor moves with an output coordinate: a dot product, not a matrix-vector product"
+    mat, vec = (f0, f1) if own0 else (f1, f0)
+    rows = own0 or own1
+    if len(rows) > 1:
+        return "the matrix moves with two output coordinates (a tensor contraction)"
+    ci = rows[0]
+    batch = [c for c in p.coords if c is not ci]
+    if len(batch) > 1:
+        return "more than one batch coordinate"
+    cb = batch[0] if batch else None
+    return mat, vec, ci, cb
+
+
+def _matrix_layout(p: Product, mat: Term, ci: ms.Coord, names: set[str]) -> tuple[cg.Layout, Poly] | str:
+    """The matrix's layout (contiguous along the rows' reduction or along the rows) and leading dimension."""
+    si, sk = mat.index.coeff(ci.name), mat.index.coeff(p.k)
+    if si.depends_on(names) or sk.depends_on(names):
+        return f"the index of {mat.access.base} is not linear in the row and reduction variables"
+    layout: cg.Layout
+    if sk == Poly.const(1) and si != Poly.const(1):
+        layout, ld = "row", si
+    elif si == Poly.const(1) and sk != Poly.const(1):
+        layout, ld = "col", sk
+    else:
+        return (
+            f"{mat.access.base} is contiguous along neither the rows nor the reduction (strides {si}, {sk})"
+        )
+    return layout, ld
+
+
+def _strides(
+    p: Product, mat: Term, vec: Term, ci: ms.Coord, cb: ms.Coord | None, names: set[str]
+) -> tuple[Poly, Poly, dict[str, Poly]] | str:
+    """The vector's and the output's element strides and every operand's batch stride."""
+    st = p.store
+    xs, ys = vec.index.coeff(p.k), st.index.coeff(ci.name)
+    if xs.depends_on(names) or ys.depends_on(names):
+        return "a vector index is not linear"
+    for t, what in ((vec, "vector"), (st, "output")):
+        if t.index.without(names) != Poly():
+            return f"the {what} {t.access.base} is read at a constant offset ({t.index.without(names)}), not from 0"
+    bstride = {t.access.base: (t.index.coeff(cb.name) if cb is not None else Poly()) for t in (mat, vec, st)}
+    if any(v.depends_on(names) for v in bstride.values()):
+        return "a batch stride is not linear"
+    if cb is not None and bstride[st.access.base] == Poly():
+        return f"the output does not move with the batch coordinate {cb.origin}"
+    for _, t in p.extras:
+        if cb is not None and cb.name in t.index.symbols():
+            return f"the output expression reads {t.access.base} per batch item"
+    return xs, ys, bstride
+
+
+def _with_launch(ctx: RecipeContext, g: Gemv, ci: ms.Coord, cb: ms.Coord | None) -> Gemv | str:
+    """``g`` with the host launch's block (host launchers) or the spec's row and batch counts."""
     if ctx.host_launched:
         dims = ms.block_dims(ctx)
         if dims is None:
