@@ -84,7 +84,7 @@ def runner() -> LocalRunner:
 @pytest.fixture(scope="session")
 def recorder(runner: LocalRunner) -> Iterator[dict[str, Any]]:
     """Collects every case's result; writes the JSON and markdown once, whatever failed."""
-    from kernellsp.profile.ncu import runner_environment
+    from kernellsp.profile.environment import runner_environment
 
     state: dict[str, Any] = {
         "rows": [],

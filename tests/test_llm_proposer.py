@@ -21,7 +21,7 @@ from kernellsp.optimize.propose.base import ProposalContext, ProposerError
 from kernellsp.optimize.propose.llm import AnswerError, LlmProposer, extract_json, is_loopback
 from kernellsp.optimize.propose.prompt import SYSTEM_PROMPT, build_messages
 from kernellsp.optimize.verify.scope import check_scope
-from kernellsp.profile.ncu import KernelSummary
+from kernellsp.profile.findings import KernelSummary
 from kernellsp.rules.engine import RuleSet, load_rules
 from kernellsp.settings import LlmSettings
 from kernellsp.source import spec as specmod
@@ -45,7 +45,7 @@ def findings(ruleset: RuleSet) -> list[Finding]:
 
 
 def _profile() -> dict[str, Any]:
-    """A profile summary in the shape kernellsp.profile.ncu.KernelSummary has (values of an H100 run)."""
+    """A profile summary in the shape kernellsp.profile.findings.KernelSummary has (values of an H100 run)."""
     return KernelSummary(
         name="vector_add",
         entry="vector_add",

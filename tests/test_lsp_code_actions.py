@@ -68,7 +68,7 @@ async def test_add_launch_spec_from_kl004(client: LanguageClient, workspace: Pat
     assert not [t for t in titles if t.startswith("Add launch spec")]
     # ...and, now that it has a spec, the verified-rewrite action is: greyed out with the reason on a machine
     # without a GPU where the client can show that, left out where it cannot (it would only fail when chosen).
-    from kernellsp.profile.ncu import local_gpu_problem
+    from kernellsp.profile.environment import local_gpu_problem
 
     disabled_ok = bool(client.capabilities.text_document.code_action.disabled_support)
     if local_gpu_problem() is None or disabled_ok:

@@ -43,7 +43,7 @@ async def test_optimize_action_offered_for_specd_entry(client: LanguageClient, w
         for a in actions
         if isinstance(a, types.CodeAction) and a.title == "Optimize vector_add with verified rewrite"
     ]
-    from kernellsp.profile.ncu import local_gpu_problem
+    from kernellsp.profile.environment import local_gpu_problem
 
     no_gpu = local_gpu_problem()
     if no_gpu is not None and not client.capabilities.text_document.code_action.disabled_support:

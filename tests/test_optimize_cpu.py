@@ -31,7 +31,7 @@ from kernellsp.optimize.propose.base import ProposalContext
 from kernellsp.optimize.propose.tuner import Tuner
 from kernellsp.optimize.verify.gate import Verdict, VerifyOptions
 from kernellsp.optimize.verify.scope import check_scope, edit_targets
-from kernellsp.profile.ncu import local_gpu_problem
+from kernellsp.profile.environment import local_gpu_problem
 from kernellsp.run.runner import LocalRunner
 from kernellsp.source import spec as specmod
 from kernellsp.source.model import parse_source

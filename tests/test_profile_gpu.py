@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kernellsp.profile.ncu import ProfileOptions, profile_file, runner_environment
+from kernellsp.profile.environment import runner_environment
+from kernellsp.profile.ncu import ProfileOptions, profile_file
 from kernellsp.run.runner import LocalRunner
 
 pytestmark = pytest.mark.gpu

@@ -36,7 +36,7 @@ pytest.importorskip("ncu_report")
 
 from kernellsp.findings import Finding
 from kernellsp.profile import KernelProfile, ProfileReport, load_report
-from kernellsp.profile.ncu import (
+from kernellsp.profile.findings import (
     KernelSummary,
     bottleneck,
     footprint_bytes,

@@ -15,7 +15,7 @@ import pytest
 
 from kernellsp.findings import Finding
 from kernellsp.profile import load_report
-from kernellsp.profile.ncu import bottleneck, kernel_profile_metrics, profile_findings
+from kernellsp.profile.findings import bottleneck, kernel_profile_metrics, profile_findings
 from kernellsp.rules.engine import load_rules
 from kernellsp.source.model import parse_file
 from kernellsp.source.spec import specs_from_source

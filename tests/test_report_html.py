@@ -1,7 +1,7 @@
 """The HTML profile report, rendered from the real H100 reports of the samples (no GPU needed).
 
 The outcomes are rebuilt from ``tests/fixtures/ncu/samples-h100/`` the way ``profile_file`` builds them
-(:func:`kernellsp.profile.ncu.profile_findings` + :func:`~kernellsp.profile.ncu.device_facts`), the page
+(:func:`kernellsp.profile.findings.profile_findings` + :func:`~kernellsp.profile.environment.device_facts`), the page
 is written by :func:`kernellsp.report.html.profile_page`, and headless Chromium (Debian's ``chromium``,
 network off) renders it: plotly must have drawn the roofline, and the screenshot lands in
 ``$KERNELLSP_TEST_ARTIFACTS/report`` (``tests/fixtures/screens/profile-report.png`` is one of them).
@@ -21,7 +21,9 @@ from typer.testing import CliRunner
 
 from kernellsp.cli import app
 from kernellsp.profile import load_report
-from kernellsp.profile.ncu import KernelSummary, ProfileOutcome, device_facts, profile_findings
+from kernellsp.profile.environment import device_facts
+from kernellsp.profile.findings import KernelSummary, profile_findings
+from kernellsp.profile.ncu import ProfileOutcome
 from kernellsp.report.html import Run, ceilings, profile_page, roofline_figure
 from kernellsp.rules.engine import load_rules
 from kernellsp.source.model import parse_file

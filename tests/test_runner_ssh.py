@@ -1,4 +1,4 @@
-"""kernellsp.run.runner.SshRunner against a real OpenSSH server on 127.0.0.1 (``tests/sshd.py``).
+"""kernellsp.run.ssh.SshRunner against a real OpenSSH server on 127.0.0.1 (``tests/sshd.py``).
 
 The "remote" host is this machine reached through sshd, so the remote side sees this host's tools
 (nvcc yes, nvidia-smi no) and remote pids can be checked in /proc here. Skipped without
@@ -25,8 +25,10 @@ import pytest
 import sshd
 
 from kernellsp.build.nvcc import Cancelled
-from kernellsp.profile.ncu import ProfileError, ProfileOptions, profile_file, runner_environment
-from kernellsp.run.runner import RunnerError, SshRunner, gpu_lock_dir
+from kernellsp.profile.environment import runner_environment
+from kernellsp.profile.ncu import ProfileError, ProfileOptions, profile_file
+from kernellsp.run.runner import RunnerError, gpu_lock_dir
+from kernellsp.run.ssh import SshRunner
 
 REPO = Path(__file__).resolve().parent.parent
 SECRETS = {

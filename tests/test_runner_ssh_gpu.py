@@ -2,7 +2,7 @@
 
 The GPU machine reaches itself over ssh: a real OpenSSH server on 127.0.0.1 (``tests/sshd.py``; on a
 host without OpenSSH, ``KERNELLSP_TEST_SSH_BUNDLE`` points at a bundle made by
-``tests/ssh_bundle.sh``) and :class:`kernellsp.run.runner.SshRunner` with the test key. Everything the
+``tests/ssh_bundle.sh``) and :class:`kernellsp.run.ssh.SshRunner` with the test key. Everything the
 remote side does — harness generation is local, but the nvcc build, ncu, the harness runs, the lock
 and the scratch directories — happens in the ssh session, whose environment is the runner's clean
 one, not this process's. The results must match what the local runner finds on the same GPU.
@@ -19,8 +19,10 @@ import sshd
 
 from kernellsp.optimize.loop import replay
 from kernellsp.optimize.verify.gate import VerifyOptions
-from kernellsp.profile.ncu import ProfileError, ProfileOptions, profile_file, runner_environment
-from kernellsp.run.runner import LocalRunner, RunnerError, SshRunner
+from kernellsp.profile.environment import runner_environment
+from kernellsp.profile.ncu import ProfileError, ProfileOptions, profile_file
+from kernellsp.run.runner import LocalRunner, RunnerError
+from kernellsp.run.ssh import SshRunner
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[1]

@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from kernellsp.run import sandbox as sbx
-from kernellsp.run.runner import LocalRunner, RunnerError, RunResult, SshRunner
+from kernellsp.run.runner import LocalRunner, RunnerError, RunResult
+from kernellsp.run.ssh import SshRunner
 
 REPO = Path(__file__).resolve().parent.parent
 ESCAPE = REPO / "tests" / "fixtures" / "sandbox" / "escape.cpp"
@@ -512,7 +513,7 @@ def _gpu_runner() -> LocalRunner:
 @pytest.mark.gpu
 def test_the_harness_runs_kernels_in_the_sandbox() -> None:
     """nvidia-smi, nvcc and the harness (check and time modes) all inside bwrap, with the GPU reachable."""
-    from kernellsp.profile.ncu import runner_environment
+    from kernellsp.profile.environment import runner_environment
     from kernellsp.run import harness
     from kernellsp.source import spec
     from kernellsp.source.model import parse_source

@@ -19,7 +19,7 @@ from conftest import SAMPLES_DIR, requires_nvcc
 
 from kernellsp.check import CheckOptions, FileReport, check_paths
 from kernellsp.profile import load_report
-from kernellsp.profile.ncu import profile_findings
+from kernellsp.profile.findings import profile_findings
 from kernellsp.report.findings import format_sarif, sarif_tags
 from kernellsp.rules.engine import load_rules
 from kernellsp.source.model import parse_file

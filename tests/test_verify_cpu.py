@@ -27,7 +27,7 @@ from kernellsp.optimize.verify.gate import (
     verify,
     write_evidence,
 )
-from kernellsp.profile.ncu import local_gpu_problem
+from kernellsp.profile.environment import local_gpu_problem
 from kernellsp.run.runner import LocalRunner, RunResult
 
 REPO = Path(__file__).resolve().parent.parent

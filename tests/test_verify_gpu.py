@@ -16,7 +16,7 @@ from kernellsp.optimize.apply import apply_result, revert
 from kernellsp.optimize.loop import OptimizeOptions, optimize, replay
 from kernellsp.optimize.propose.tuner import Tuner
 from kernellsp.optimize.verify.gate import VerifyOptions, verify
-from kernellsp.profile.ncu import runner_environment
+from kernellsp.profile.environment import runner_environment
 from kernellsp.run.runner import LocalRunner
 
 pytestmark = pytest.mark.gpu

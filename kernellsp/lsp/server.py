@@ -195,7 +195,7 @@ class KernelLspServer(LanguageServer):
         layer and the optimize command, so an ssh host is reached through one connection. A runner
         for earlier settings stays open while jobs that started with it finish; all close at shutdown.
         """
-        from kernellsp.profile.ncu import profiling_runner
+        from kernellsp.profile.environment import profiling_runner
 
         key = (self.settings.runner, self.settings.gpu_host)
         with self._runners_lock:

@@ -195,7 +195,7 @@ def optimize(
     bundle_root: Path | None = None,
 ) -> OptimizeResult:
     """Run the loop on ``entry`` of ``path`` (whose current text is ``text``)."""
-    from kernellsp.profile.ncu import runner_environment
+    from kernellsp.profile.environment import runner_environment
 
     # Always an event: an interrupt in the caller's thread must reach the candidates verifying in the pool.
     cancel = cancel if cancel is not None else threading.Event()

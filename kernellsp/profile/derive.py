@@ -100,29 +100,39 @@ del _r, _what
 _STALL_RATIO = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
 
 
-def derive(kernel: KernelProfile) -> dict[str, float]:
-    """Derived per-kernel values (see :data:`DERIVED_DOC`); a value whose inputs are missing is absent."""
-    m = kernel.metrics
-    out: dict[str, float] = {}
+class _Derivation:
+    """A kernel's metrics and the values derived from them so far (the steps of :func:`derive` share it)."""
 
-    def get(*names: str) -> float | None:
+    def __init__(self, metrics: dict[str, float]) -> None:
+        self.m = metrics
+        self.out: dict[str, float] = {}
+
+    def get(self, *names: str) -> float | None:
         for n in names:
-            if n in m:
-                return m[n]
+            if n in self.m:
+                return self.m[n]
         return None
 
-    def put(name: str, value: float | None) -> None:
+    def put(self, name: str, value: float | None) -> None:
         if value is not None and math.isfinite(value):
-            out[name] = float(value)
+            self.out[name] = float(value)
 
-    def total(*names: str) -> float | None:
-        vals = [m[n] for n in names if n in m]
+    def total(self, *names: str) -> float | None:
+        vals = [self.m[n] for n in names if n in self.m]
         return sum(vals) if vals else None
 
+    @staticmethod
     def ratio(num: float | None, den: float | None, scale: float = 1.0) -> float | None:
         if num is None or den is None or den <= 0:
             return None
         return scale * num / den
+
+
+def derive(kernel: KernelProfile) -> dict[str, float]:
+    """Derived per-kernel values (see :data:`DERIVED_DOC`); a value whose inputs are missing is absent."""
+    m = kernel.metrics
+    d = _Derivation(m)
+    get, put = d.get, d.put
 
     duration = get("gpu__time_duration.sum")
     put("duration_ns", duration)
@@ -144,6 +154,27 @@ def derive(kernel: KernelProfile) -> dict[str, float]:
     )
     put("l2_pct", get("lts__throughput.avg.pct_of_peak_sustained_elapsed"))
 
+    _derive_occupancy(d)
+    latency = _derive_issue(d)
+    _derive_memory(d, duration)
+    _derive_fp32(d, duration)
+    put("sm_clock_hz", get("gpc__cycles_elapsed.avg.per_second"))
+    put("dram_clock_hz", get("dram__cycles_elapsed.avg.per_second"))
+    if kernel.stall_samples > 0:
+        put("stall_samples", kernel.stall_samples)
+
+    if latency:
+        for name, value in m.items():
+            hit = _STALL_RATIO.match(name)
+            if hit and not hit.group(1).endswith(NOT_ISSUED):
+                reason = STALL_ALIASES.get(hit.group(1), hit.group(1))
+                put(f"stall_{reason}_share", value / latency)
+    return d.out
+
+
+def _derive_occupancy(d: _Derivation) -> None:
+    """Occupancy (achieved against theoretical), waves, registers and shared memory per block."""
+    get, put, total = d.get, d.put, d.total
     achieved = get("sm__warps_active.avg.pct_of_peak_sustained_active")
     theoretical = get("sm__maximum_warps_per_active_cycle_pct")
     put("achieved_occupancy_pct", achieved)
@@ -157,6 +188,10 @@ def derive(kernel: KernelProfile) -> dict[str, float]:
         total("launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic"),
     )
 
+
+def _derive_issue(d: _Derivation) -> float | None:
+    """Issue rates and IPC; returns the warp latency per issued instruction (the stall shares' denominator)."""
+    get, put, ratio = d.get, d.put, d.ratio
     put("issue_active", get("smsp__issue_active.avg.per_cycle_active"))
     ipc = get("sm__inst_executed.avg.per_cycle_active")
     if ipc is None:
@@ -167,7 +202,12 @@ def derive(kernel: KernelProfile) -> dict[str, float]:
     put("eligible_warps", get("smsp__warps_eligible.avg.per_cycle_active"))
     latency = get("smsp__average_warp_latency_per_inst_issued.ratio")
     put("warp_cycles_per_inst", latency)
+    return latency
 
+
+def _derive_memory(d: _Derivation, duration: float | None) -> None:
+    """DRAM traffic, coalescing, shared-memory conflicts, divergence, local memory, atomics and L2 hits."""
+    get, put, total, ratio = d.get, d.put, d.total, d.ratio
     rd, wr = get("dram__bytes_read.sum"), get("dram__bytes_write.sum")
     if rd is None and wr is None:
         srd, swr = get("dram__sectors_read.sum"), get("dram__sectors_write.sum")
@@ -232,6 +272,10 @@ def derive(kernel: KernelProfile) -> dict[str, float]:
     put("atomic_l2_avg_pct", get("lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed"))
     put("l2_read_hit_pct", get("lts__t_sector_op_read_hit_rate.pct"))
 
+
+def _derive_fp32(d: _Derivation, duration: float | None) -> None:
+    """Pipe utilisation and FP32 work against the chip's peak."""
+    get, put, ratio, out = d.get, d.put, d.ratio, d.out
     for pipe in ("fma", "alu", "fp64", "tensor", "shared"):
         put(f"{pipe}_pipe_pct", get(f"sm__pipe_{pipe}_cycles_active.avg.pct_of_peak_sustained_elapsed"))
 
@@ -253,19 +297,6 @@ def derive(kernel: KernelProfile) -> dict[str, float]:
     elif peak and ffma is not None:
         cycles = get("sm__cycles_elapsed.avg")
         put("fp32_pct_of_peak", ratio(out.get("fp32_flop"), 2 * peak * cycles if cycles else None, 100.0))
-
-    put("sm_clock_hz", get("gpc__cycles_elapsed.avg.per_second"))
-    put("dram_clock_hz", get("dram__cycles_elapsed.avg.per_second"))
-    if kernel.stall_samples > 0:
-        put("stall_samples", kernel.stall_samples)
-
-    if latency:
-        for name, value in m.items():
-            hit = _STALL_RATIO.match(name)
-            if hit and not hit.group(1).endswith(NOT_ISSUED):
-                reason = STALL_ALIASES.get(hit.group(1), hit.group(1))
-                put(f"stall_{reason}_share", value / latency)
-    return out
 
 
 def hot_lines(

@@ -15,7 +15,6 @@ impact. Results are cached by source, spec, flags, section set, GPU, driver and 
 
 from __future__ import annotations
 
-import math
 import shutil
 import tempfile
 import threading
@@ -29,10 +28,15 @@ from typing import Any
 from kernellsp import cache
 from kernellsp.build.nvcc import local_includes
 from kernellsp.check import bind_specs
-from kernellsp.findings import Finding, Range, Severity, line_range
+from kernellsp.findings import Finding
+from kernellsp.profile.environment import device_facts, runner_environment
+from kernellsp.profile.findings import (
+    KernelSummary,
+    profile_findings,
+)
 from kernellsp.rules import engine as rules
 from kernellsp.run.runner import Runner, RunnerError, classify_failure
-from kernellsp.source import exprs, spec
+from kernellsp.source import spec
 from kernellsp.source.model import SourceModel, parse_source
 
 #: Part of the cache key: "profile-2" added per-line stall shares and the device facts (the HTML report).
@@ -106,25 +110,6 @@ class ProfileOptions:
 
 
 @dataclass
-class KernelSummary:
-    """One profiled kernel: timing, roofline position, bottleneck, hottest lines."""
-
-    name: str
-    entry: str | None
-    duration_ns: float | None
-    dram_pct: float | None
-    fp32_pct: float | None
-    sm_pct: float | None
-    bottleneck: str
-    hot_lines: list[dict[str, Any]]
-    metrics: dict[str, Any]
-    ncu_rules: list[dict[str, Any]]
-    #: Every sampled line of the user's file: ``{"line": 1-based, "share": of the kernel's stall samples,
-    #: "stall": dominant reason, "stall_share": its share of the line's samples}`` (the HTML report).
-    line_stalls: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass
 class ProfileOutcome:
     """Everything one profile run produced."""
 
@@ -162,367 +147,6 @@ class ProfileOutcome:
 
 
 # --------------------------------------------------------------------------------------------------
-# Environment
-
-
-#: How long the runner's identity (GPU, driver, tool versions) is reused before it is asked again.
-ENV_TTL_S = 300.0
-
-
-def runner_environment(runner: Runner, timeout_s: float = 60.0, use_cache: bool = True) -> dict[str, Any]:
-    """GPU name, driver, clocks and ncu/nvcc versions on the runner host (recorded with every profile).
-
-    Cached for :data:`ENV_TTL_S` seconds per runner: asking costs three tool starts (about a second).
-    """
-    own = getattr(runner, "environment", None)
-    if callable(own):  # a pool runner: its GPU workers answer (kernellsp.run.pool)
-        return dict(own())
-    key = cache.digest("env", runner.name)
-    if use_cache:
-        hit = cache.get("env", key)
-        if hit is not None:
-            return hit
-    env = _query_environment(runner, timeout_s)
-    if use_cache:
-        cache.put("env", key, env, expire_s=ENV_TTL_S)
-    return env
-
-
-def _query_environment(runner: Runner, timeout_s: float) -> dict[str, Any]:
-    env: dict[str, Any] = {"runner": runner.name}
-    wd = runner.new_workdir()
-    try:
-        smi = runner.which("nvidia-smi")
-        if smi is None:
-            raise RunnerError(
-                "no_gpu",
-                f"no GPU on {runner.name}: nvidia-smi not found there, so no NVIDIA driver "
-                "(profile on a GPU machine, e.g. with --gpu-host user@gpu-host)",
-            )
-        res = runner.run(
-            [
-                smi,
-                "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem",
-                "--format=csv,noheader,nounits",
-            ],
-            wd,
-            timeout_s,
-        )
-        if res.returncode != 0 or not res.stdout.strip():
-            raise RunnerError(
-                "no_gpu", f"nvidia-smi found no GPU on {runner.name}: {res.output.strip()[:200]}"
-            )
-        parts = [p.strip() for p in res.stdout.strip().splitlines()[0].split(",")]
-        keys = ["gpu", "driver", "sm_clock_mhz", "max_sm_clock_mhz", "mem_clock_mhz", "max_mem_clock_mhz"]
-        env.update(dict(zip(keys, parts, strict=False)))
-        for tool in ("ncu", "nvcc"):
-            path = runner.which(tool)
-            env[f"{tool}_path"] = path
-            if path:
-                from kernellsp.build.toolchain import parse_version
-
-                v = runner.run([path, "--version"], wd, timeout_s)
-                env[f"{tool}_version"] = parse_version(v.stdout + v.stderr)
-    finally:
-        runner.cleanup(wd)
-    return env
-
-
-def device_facts(report: Any) -> dict[str, Any]:
-    """What the roofline's ceilings are computed from: the device's attributes, the clocks measured while
-    profiling, and ncu's per-cycle peaks when the report has them (:data:`ROOFLINE_METRICS`)."""
-    m: dict[str, float] = report.kernels[0].metrics if report.kernels else {}
-    return {
-        "gpu": report.gpu_name,
-        "compute_capability": report.compute_capability,
-        "sm_count": report.sm_count,
-        "sm_clock_hz": report.sm_clock_hz,
-        "max_sm_clock_hz": report.max_sm_clock_hz,
-        "dram_clock_hz": report.dram_clock_hz,
-        "max_mem_clock_hz": report.max_mem_clock_hz,
-        "memory_bus_width_bits": m.get("device__attribute_global_memory_bus_width"),
-        "l2_slices": m.get("device__attribute_l2s_count"),
-        "l2_bytes": m.get("device__attribute_l2_cache_size"),
-        "ffma_peak_per_cycle": m.get("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained"),
-        "dram_bytes_peak_per_cycle": m.get("dram__bytes.sum.peak_sustained"),
-        "l2_bytes_peak_per_cycle": m.get("lts__t_bytes.sum.peak_sustained"),
-        "l2_clock_hz": m.get("lts__cycles_elapsed.avg.per_second"),
-    }
-
-
-# --------------------------------------------------------------------------------------------------
-# Metrics for the profile rules
-
-
-def _top_pipe(derived: dict[str, float]) -> tuple[str, float]:
-    pipes = {k[: -len("_pipe_pct")]: v for k, v in derived.items() if k.endswith("_pipe_pct")}
-    if not pipes:
-        return "", 0.0
-    name = max(pipes, key=lambda k: pipes[k])
-    return name, pipes[name]
-
-
-def footprint_bytes(bound: spec.BoundSpec | None, shape: int = 0) -> int | None:
-    """The fewest DRAM bytes the entry must move: inputs read once, outputs written once."""
-    if bound is None:
-        return None
-    s = bound.spec
-    try:
-        names = s.resolved_sizes(s.all_shapes()[shape])
-    except (exprs.ExprError, IndexError):
-        return None
-    total = 0
-    for a in s.args.values():
-        if a.count is None or a.dtype is None:
-            continue
-        try:
-            n = exprs.evaluate_int(a.count, names) * spec.DTYPE_BYTES[a.dtype]
-        except exprs.ExprError:
-            return None
-        total += n * (2 if a.dir == "inout" else 1)
-    return total
-
-
-def kernel_profile_metrics(kp: Any, report: Any, bound: spec.BoundSpec | None) -> dict[str, Any]:
-    """Derived ncu metrics plus the composite values the profile rules quote."""
-    d: dict[str, Any] = dict(kp.derived)
-    d["kernel"] = kp.name
-    pipe, pct = _top_pipe(kp.derived)
-    if pipe:
-        d["top_pipe"], d["top_pipe_pct"] = pipe, pct
-    stalls = {
-        k[len("stall_") : -len("_share")]: v
-        for k, v in kp.derived.items()
-        if k.startswith("stall_") and k.endswith("_share")
-    }
-    if stalls:
-        reason = max(stalls, key=lambda k: stalls[k])
-        d["dominant_stall"], d["dominant_stall_share"] = reason, stalls[reason]
-    waves = d.get("waves")
-    if isinstance(waves, int | float) and waves > 0:
-        d["tail_idle_pct"] = (
-            100.0 * (math.ceil(waves) - waves) / math.ceil(waves) if waves >= 1 else 100.0 * (1 - waves)
-        )
-    fp = footprint_bytes(bound)
-    if fp:
-        d["footprint_bytes"] = fp
-        if d.get("dram_bytes"):
-            d["dram_excess_ratio"] = d["dram_bytes"] / fp
-            d["dram_mb"] = d["dram_bytes"] / 1e6
-            d["footprint_mb"] = fp / 1e6
-    # Roofline position: achieved FP32 rate against the SM-count × 128 FMA/clk × 2 FLOP peak.
-    flops = None
-    m = kp.metrics
-    if all(
-        k in m
-        for k in (
-            "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
-            "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
-            "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
-        )
-    ):
-        flops = (
-            m["smsp__sass_thread_inst_executed_op_fadd_pred_on.sum"]
-            + m["smsp__sass_thread_inst_executed_op_fmul_pred_on.sum"]
-            + 2 * m["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"]
-        )
-    elif "fp32_flop" in d:
-        flops = d["fp32_flop"]
-    dur = d.get("duration_ns")
-    clock = d.get("sm_clock_hz") or getattr(report, "sm_clock_hz", None)
-    if flops is not None and dur and report.sm_count and clock:
-        d["fp32_flop"] = flops
-        d["fp32_gflops"] = flops / dur
-        peak = report.sm_count * 128 * 2 * clock
-        d["fp32_pct_of_peak"] = 100.0 * (flops / (dur * 1e-9)) / peak
-    hl = _hot_lines(kp, 3)
-    d["hot_lines_text"] = ", ".join(f"{h['line']} ({100 * h['share']:.0f}%)" for h in hl) or "none"
-    return d
-
-
-def _hot_lines(kp: Any, n: int) -> list[dict[str, Any]]:
-    from kernellsp.profile import hot_lines
-
-    out = []
-    for h in hot_lines(kp, n):
-        out.append(
-            {
-                "file": h.file,
-                "line": h.line,
-                "share": h.share,
-                "stall": h.dominant_stall,
-                "stall_share": h.dominant_stall_share,
-            }
-        )
-    return out
-
-
-def line_profile_metrics(kp: Any, basename: str) -> dict[int, dict[str, Any]]:
-    """Per 1-based line of the user's file: the values the line rules read."""
-    lines = kp.lines_for(basename) if hasattr(kp, "lines_for") else {}
-    total_samples = sum(lm.stall_samples for lm in lines.values()) or 0.0
-    total_inst = sum(lm.inst_executed for lm in lines.values()) or 0.0
-    total_sectors = sum(lm.l2_sectors_global for lm in lines.values()) or 0.0
-    out: dict[int, dict[str, Any]] = {}
-    for ln, lm in lines.items():
-        v: dict[str, Any] = {"line": ln}
-        if total_samples:
-            v["line_stall_share"] = lm.stall_samples / total_samples
-        if lm.stalls:
-            reason = max(lm.stalls, key=lambda r: lm.stalls[r])
-            v["line_dominant_stall"] = reason
-            v["line_dominant_stall_share"] = lm.stalls[reason] / lm.stall_samples if lm.stall_samples else 0.0
-        if lm.l2_sectors_global:
-            v["line_l2_sectors"] = lm.l2_sectors_global
-            v["line_ideal_sectors"] = lm.l2_sectors_global_ideal
-            v["line_excess_sector_pct"] = 100.0 * lm.l2_sectors_global_excessive / lm.l2_sectors_global
-            v["line_sector_share"] = lm.l2_sectors_global / total_sectors if total_sectors else 0.0
-            v["line_sectors_per_ideal"] = (
-                lm.l2_sectors_global / lm.l2_sectors_global_ideal if lm.l2_sectors_global_ideal else 0.0
-            )
-        if lm.shared_nway_max:
-            v["line_shared_nway"] = lm.shared_nway_max
-        if lm.shared_wavefronts:
-            v["line_shared_excess_pct"] = 100.0 * lm.shared_wavefronts_excessive / lm.shared_wavefronts
-        if lm.inst_executed:
-            v["line_avg_threads"] = lm.thread_inst_executed / lm.inst_executed
-            v["line_inst_share"] = lm.inst_executed / total_inst if total_inst else 0.0
-            v["line_divergent_branches"] = lm.divergent_branches
-        out[ln] = v
-    return out
-
-
-def bottleneck(d: dict[str, Any]) -> str:
-    """A one-phrase classification (the same thresholds as the kernel rules)."""
-    sm, mem = d.get("sm_pct"), d.get("mem_pct")
-    if sm is None or mem is None:
-        return "unknown"
-    if max(sm, mem) < 60:
-        return "latency-bound" if d.get("waves", 1) >= 1 else "small grid (latency-bound)"
-    if mem >= sm:
-        dram, l2, l1 = d.get("dram_pct", 0), d.get("l2_pct", 0), d.get("l1_pct", 0)
-        # L2 throughput includes the DRAM traffic that passes through it: DRAM wins unless L2 is clearly higher
-        # (the same thresholds as KL501-KL503).
-        if dram >= 60 and l2 - dram < 25:
-            return "memory-bound (DRAM)"
-        return "memory-bound (L2)" if l2 >= l1 - 10 else "memory-bound (L1)"
-    pipe = d.get("top_pipe")
-    return f"compute-bound ({pipe} pipe)" if pipe else "compute-bound"
-
-
-# --------------------------------------------------------------------------------------------------
-# Findings
-
-
-def profile_findings(
-    report: Any,
-    model: SourceModel,
-    path: str,
-    ruleset: rules.RuleSet,
-    specs_by_entry: dict[str, spec.BoundSpec],
-    entry_of: dict[str, str | None],
-) -> tuple[list[Finding], list[KernelSummary]]:
-    """Evaluate the profile rules over every kernel of ``report`` that is defined in ``model``."""
-    from kernellsp.check import _finding
-
-    basename = Path(path).name
-    findings: list[Finding] = []
-    summaries: list[KernelSummary] = []
-    kernel_rules = ruleset.conditional("kernel", "profile")
-    line_rules = ruleset.conditional("line", "profile")
-    ncu_rule = ruleset.by_emitter("ncu-rule")
-    seen: set[str] = set()
-    for kp in report.kernels:
-        if kp.name in seen:
-            continue
-        seen.add(kp.name)
-        fn = model.function(kp.name)
-        entry = entry_of.get(kp.name)
-        bound = specs_by_entry.get(entry or kp.name)
-        km = kernel_profile_metrics(kp, report, bound)
-        rng = (
-            Range(
-                start_line=fn.name_span.start_line,
-                start_col=fn.name_span.start_col,
-                end_line=fn.name_span.end_line,
-                end_col=fn.name_span.end_col,
-            )
-            if fn is not None
-            else Range(start_line=0, end_line=0)
-        )
-        kfind: list[Finding] = []
-        # Kernels defined elsewhere (cuBLAS, a library, another file) get a summary but no findings:
-        # there is no line of this file to put them on.
-        local = fn is not None
-        for rule in kernel_rules if local else []:
-            if rules.applies(rule, km):
-                kfind.append(_finding(rule, path, rng, km, kp.name))
-        lines = line_profile_metrics(kp, basename) if local else {}
-        for ln, lv in sorted(lines.items()):
-            values = {**km, **lv}
-            text = model.lines[ln - 1] if 0 < ln <= len(model.lines) else None
-            for rule in line_rules:
-                if rules.applies(rule, values):
-                    kfind.append(_finding(rule, path, line_range(ln - 1, text), values, kp.name))
-        if ncu_rule is not None and local:
-            for r in kp.ncu_rules:
-                if r.type not in ("OPT", "WRN"):
-                    continue
-                title = r.title or r.name or r.rule_identifier
-                est = (
-                    f" (ncu est. {r.speedup_type or 'local'} speedup {r.estimated_speedup_pct:.0f}%)"
-                    if r.estimated_speedup_pct
-                    else ""
-                )
-                msg = f"ncu {r.rule_identifier}: {title}: {' '.join(r.message.split())[:400]}{est}"
-                f = _finding(ncu_rule, path, rng, {"message": msg}, kp.name, msg)
-                f.estimated_speedup_pct = r.estimated_speedup_pct
-                f.impact = r.estimated_speedup_pct or 0.0
-                f.severity = Severity.info
-                f.evidence = {"ncu_rule": r.rule_identifier, "section": r.section, "type": r.type}
-                kfind.append(f)
-        for f in kfind:
-            f.source = "profile"
-            f.evidence.setdefault("duration_ns", km.get("duration_ns"))
-        findings.extend(kfind)
-        summaries.append(
-            KernelSummary(
-                name=kp.name,
-                entry=entry,
-                duration_ns=km.get("duration_ns"),
-                dram_pct=km.get("dram_pct"),
-                fp32_pct=km.get("fp32_pct_of_peak"),
-                sm_pct=km.get("sm_pct"),
-                bottleneck=bottleneck(km),
-                hot_lines=_hot_lines(kp, 5),
-                metrics={k: v for k, v in km.items() if isinstance(v, int | float | str)},
-                line_stalls=[
-                    {
-                        "line": ln,
-                        "share": lv["line_stall_share"],
-                        "stall": lv.get("line_dominant_stall"),
-                        "stall_share": lv.get("line_dominant_stall_share"),
-                    }
-                    for ln, lv in sorted(lines.items())
-                    if lv.get("line_stall_share")
-                ],
-                ncu_rules=[
-                    {
-                        "id": r.rule_identifier,
-                        "type": r.type,
-                        "title": r.title,
-                        "speedup_pct": r.estimated_speedup_pct,
-                    }
-                    for r in kp.ncu_rules
-                    if r.type in ("OPT", "WRN")
-                ],
-            )
-        )
-    findings.sort(key=lambda f: (-f.impact, f.range.start_line))
-    return findings, summaries
-
-
-# --------------------------------------------------------------------------------------------------
 # The job
 
 
@@ -549,6 +173,129 @@ def _ncu_argv(ncu: str, options: ProfileOptions, out: str) -> list[str]:
     return argv
 
 
+def _plan_jobs(
+    path: Path,
+    model: SourceModel,
+    valid: list[spec.BoundSpec],
+    program_mode: bool,
+    opts: ProfileOptions,
+    nvcc: str,
+    ncu: str,
+    files: dict[str, bytes],
+    notes: list[str],
+) -> list[_Job]:
+    """The builds and ncu runs to do: the program itself, or one harness per entry (added to ``files``)."""
+    from kernellsp.run import harness as hz
+
+    jobs: list[_Job] = []
+    if program_mode:
+        exe = "prog"
+        build_argv = [nvcc, "-O3", f"-arch={opts.arch}", "-lineinfo", "-o", exe, f"src/{path.name}"]
+        run_argv = [
+            *_ncu_argv(ncu, opts, "prof_program"),
+            "--launch-count",
+            str(opts.max_launches),
+            f"./{exe}",
+        ]
+        jobs.append(_Job("program", None, exe, run_argv, build_argv=build_argv))
+    else:
+        for b in valid:
+            try:
+                plan = hz.plan_harness(model, b.spec, b.entry)
+            except hz.HarnessError as exc:
+                notes.append(f"{b.entry}: {exc}")
+                continue
+            hname = f"harness_{b.entry}.cu"
+            # The split build's entry unit: the harness runtime is a shared object compiled once per toolchain.
+            files[hname] = hz.generate_harness(plan, f"src/{path.name}", split=True).encode()
+            exe = f"h_{b.entry}"
+            run_argv = [
+                *_ncu_argv(ncu, opts, f"prof_{b.entry}"),
+                "--profile-from-start",
+                "off",
+                f"./{exe}",
+                "--mode",
+                "profile",
+                "--shape",
+                str(opts.shape),
+                "--seed",
+                str(opts.seed),
+                "--out",
+                f"out_{b.entry}",
+            ]
+            jobs.append(_Job(b.entry, b.entry, exe, run_argv, harness_cu=hname, flags=list(b.spec.flags)))
+    return jobs
+
+
+def _ncu_report(label: str, res: Any, log: str, fetched: list[Path], rep: Path, notes: list[str]) -> Path:
+    """The report one ncu run wrote, or the :class:`ProfileError` that says why there is none."""
+    failure = classify_failure(res.output + log)
+    if failure is not None:
+        raise ProfileError(str(failure), failure.kind)
+    if rep not in fetched or not rep.is_file():
+        if res.returncode != 0:
+            raise ProfileError(
+                f"{label} failed under ncu (exit {res.returncode}): {_tail(res.output + log, 6)}",
+                "crash",
+            )
+        raise ProfileError(f"ncu profiled no kernel of {label}: {_tail(log or res.output, 4)}", "no_kernels")
+    if res.returncode != 0:
+        notes.append(f"{label} exited {res.returncode} under ncu: {_tail(res.output, 2)}")
+    return rep
+
+
+def _keep_reports(dest_dir: Path, path: Path, reports: list[tuple[str, Path]], notes: list[str]) -> list[str]:
+    """Copy the ncu reports to ``dest_dir``; the copies made (a failure is a note, not an error)."""
+    saved: list[str] = []
+    try:
+        dest_dir.mkdir(parents=True, exist_ok=True)
+        for label, rep in reports:
+            dest = dest_dir / f"{path.stem}.{label}.ncu-rep"
+            shutil.copy2(rep, dest)
+            saved.append(str(dest))
+    except OSError as exc:
+        notes.append(f"could not keep the reports in {dest_dir}: {exc.strerror or exc}")
+    return saved
+
+
+def _read_reports(
+    reports: list[tuple[str, Path]],
+    model: SourceModel,
+    path: Path,
+    ruleset: rules.RuleSet,
+    valid: list[spec.BoundSpec],
+    entry_of: dict[str, str | None],
+    env: dict[str, Any],
+    phases: dict[str, float],
+) -> tuple[list[Finding], list[KernelSummary]]:
+    """Each ncu report read and its kernels' findings evaluated (the report's device facts go into ``env``)."""
+    from kernellsp.profile import ReportError, load_report
+
+    findings: list[Finding] = []
+    summaries: list[KernelSummary] = []
+    specs_by_entry = {b.entry: b for b in valid}
+    phases["report_s"] = phases["rules_s"] = 0.0
+    for label, rep in reports:
+        tr = time.monotonic()
+        try:
+            # SASS text is not needed by the rules; disassembling it costs about a second.
+            report = load_report(rep, sass=False)
+        except ReportError as exc:
+            raise ProfileError(f"cannot read the ncu report of {label}: {exc}", "report") from None
+        phases["report_s"] += time.monotonic() - tr
+        tr = time.monotonic()
+        for kp in report.kernels:
+            entry_of.setdefault(kp.name, None if label == "program" else label)
+        f, s = profile_findings(report, model, str(path), ruleset, specs_by_entry, entry_of)
+        phases["rules_s"] += time.monotonic() - tr
+        findings.extend(f)
+        summaries.extend(s)
+        env.setdefault("report_ncu_version", report.ncu_version)
+        env.setdefault("clocks_under_ncu_hz", report.sm_clock_hz)
+        env.setdefault("device", device_facts(report))
+    return findings, summaries
+
+
 def profile_file(
     path: Path,
     text: str,
@@ -561,8 +308,6 @@ def profile_file(
     environment: dict[str, Any] | None = None,
 ) -> ProfileOutcome:
     """Profile every spec'd entry of ``path`` (or the program, if it has ``main`` and no spec)."""
-    from kernellsp.profile import ReportError, load_report
-    from kernellsp.run import harness as hz
     from kernellsp.run.harness_build import build_harness
 
     if getattr(runner, "verify_remotely", None) is not None:  # before a local pool is started for nothing
@@ -601,43 +346,7 @@ def profile_file(
     local_tmp = Path(tempfile.mkdtemp(prefix="kernellsp-profile-"))
     try:
         files = _sources(path, text, model)
-        jobs: list[_Job] = []
-        if program_mode:
-            exe = "prog"
-            build_argv = [nvcc, "-O3", f"-arch={opts.arch}", "-lineinfo", "-o", exe, f"src/{path.name}"]
-            run_argv = [
-                *_ncu_argv(ncu, opts, "prof_program"),
-                "--launch-count",
-                str(opts.max_launches),
-                f"./{exe}",
-            ]
-            jobs.append(_Job("program", None, exe, run_argv, build_argv=build_argv))
-        else:
-            for b in valid:
-                try:
-                    plan = hz.plan_harness(model, b.spec, b.entry)
-                except hz.HarnessError as exc:
-                    notes.append(f"{b.entry}: {exc}")
-                    continue
-                hname = f"harness_{b.entry}.cu"
-                # The split build's entry unit: the harness runtime is a shared object compiled once per toolchain.
-                files[hname] = hz.generate_harness(plan, f"src/{path.name}", split=True).encode()
-                exe = f"h_{b.entry}"
-                run_argv = [
-                    *_ncu_argv(ncu, opts, f"prof_{b.entry}"),
-                    "--profile-from-start",
-                    "off",
-                    f"./{exe}",
-                    "--mode",
-                    "profile",
-                    "--shape",
-                    str(opts.shape),
-                    "--seed",
-                    str(opts.seed),
-                    "--out",
-                    f"out_{b.entry}",
-                ]
-                jobs.append(_Job(b.entry, b.entry, exe, run_argv, harness_cu=hname, flags=list(b.spec.flags)))
+        jobs = _plan_jobs(path, model, valid, program_mode, opts, nvcc, ncu, files, notes)
         if not jobs:
             raise ProfileError(f"{path.name}: no entry could be profiled: " + "; ".join(notes), "no_spec")
         runner.put(files, wd)
@@ -700,48 +409,13 @@ def profile_file(
                 )
                 phases[f"ncu_{label}_s"] = seconds
                 phases["ncu_s"] = phases.get("ncu_s", 0.0) + seconds
-                failure = classify_failure(res.output + log)
-                if failure is not None:
-                    raise ProfileError(str(failure), failure.kind)
-                rep = local_tmp / label / out_name
-                if rep not in fetched or not rep.is_file():
-                    if res.returncode != 0:
-                        raise ProfileError(
-                            f"{label} failed under ncu (exit {res.returncode}): {_tail(res.output + log, 6)}",
-                            "crash",
-                        )
-                    raise ProfileError(
-                        f"ncu profiled no kernel of {label}: {_tail(log or res.output, 4)}", "no_kernels"
-                    )
-                if res.returncode != 0:
-                    notes.append(f"{label} exited {res.returncode} under ncu: {_tail(res.output, 2)}")
-                reports.append((label, rep))
+                reports.append(
+                    (label, _ncu_report(label, res, log, fetched, local_tmp / label / out_name, notes))
+                )
         finally:
             # A failed or cancelled profile does not wait for the other entries' builds (cancel kills them).
             pool.shutdown(wait=False, cancel_futures=True)
-        findings: list[Finding] = []
-        summaries: list[KernelSummary] = []
-        specs_by_entry = {b.entry: b for b in valid}
-        saved: list[str] = []
-        phases["report_s"] = phases["rules_s"] = 0.0
-        for label, rep in reports:
-            tr = time.monotonic()
-            try:
-                # SASS text is not needed by the rules; disassembling it costs about a second.
-                report = load_report(rep, sass=False)
-            except ReportError as exc:
-                raise ProfileError(f"cannot read the ncu report of {label}: {exc}", "report") from None
-            phases["report_s"] += time.monotonic() - tr
-            tr = time.monotonic()
-            for kp in report.kernels:
-                entry_of.setdefault(kp.name, None if label == "program" else label)
-            f, s = profile_findings(report, model, str(path), ruleset, specs_by_entry, entry_of)
-            phases["rules_s"] += time.monotonic() - tr
-            findings.extend(f)
-            summaries.extend(s)
-            env.setdefault("report_ncu_version", report.ncu_version)
-            env.setdefault("clocks_under_ncu_hz", report.sm_clock_hz)
-            env.setdefault("device", device_facts(report))
+        findings, summaries = _read_reports(reports, model, path, ruleset, valid, entry_of, env, phases)
         phases["total_s"] = time.monotonic() - t0
         env = {**env, "phases": phases}
         findings.sort(key=lambda f: (-f.impact, f.range.start_line, f.code))
@@ -757,15 +431,7 @@ def profile_file(
             cache.put("profile", key, outcome.to_dict())
         if opts.save_report_dir is not None:
             # After the cache: a bad destination must not cost the profile itself.
-            try:
-                opts.save_report_dir.mkdir(parents=True, exist_ok=True)
-                for label, rep in reports:
-                    dest = opts.save_report_dir / f"{path.stem}.{label}.ncu-rep"
-                    shutil.copy2(rep, dest)
-                    saved.append(str(dest))
-            except OSError as exc:
-                notes.append(f"could not keep the reports in {opts.save_report_dir}: {exc.strerror or exc}")
-            outcome.reports = saved
+            outcome.reports = _keep_reports(opts.save_report_dir, path, reports, notes)
         report_progress("done", 100)
         return outcome
     finally:
@@ -915,18 +581,6 @@ def _tail(text: str, n: int) -> str:
     return " | ".join(lines[-n:]) if lines else "(no output)"
 
 
-def local_gpu_problem() -> str | None:
-    """Why this host cannot profile (no driver / no GPU / no ncu), or ``None`` when it can."""
-    from kernellsp.build import toolchain
-
-    gpu = toolchain.query_gpu()
-    if isinstance(gpu, str):
-        return gpu
-    if toolchain.find_tool("ncu") is None:
-        return "ncu not found: " + toolchain.INSTALL_HINTS["ncu"]
-    return None
-
-
 #: Failures of the GPU host rather than of one file.
 _HOST_FAILURES = frozenset({"unreachable", "no_gpu", "counters", "no_ncu", "no_nvcc", "profiler"})
 
@@ -990,19 +644,3 @@ def format_outcome(outcome: ProfileOutcome, label: str, top: int = 5) -> str:
             )
             out.append(f"  hottest lines: {hl}")
     return "\n".join(out)
-
-
-def profiling_runner(settings: Any) -> tuple[Runner | None, str | None]:
-    """The runner the settings ask for, or ``(None, reason)`` when profiling is off or impossible here."""
-    from kernellsp.run.runner import make_runner
-
-    if settings.runner == "none":
-        return None, "profiling is off (runner = none)"
-    if not settings.gpu_host and settings.runner != "pool":
-        problem = local_gpu_problem()
-        if problem is not None:
-            return None, f"no GPU here ({problem}) and no GPU host (--gpu-host or the gpu_host setting)"
-    try:
-        return make_runner(settings.runner, settings.gpu_host, settings=settings), None
-    except RunnerError as exc:
-        return None, str(exc)

@@ -341,15 +341,7 @@ def _attribute_lines(
     action: Any, kernel: KernelProfile, per_pc: dict[str, Any], *, sass: bool = True
 ) -> None:
     """Sum the per-PC metrics per ``source_info(pc)`` line into ``kernel.files``."""
-    values: dict[int, dict[str, float]] = {}
-    for name, m in per_pc.items():
-        ids = m.correlation_ids()
-        for i in range(m.num_instances()):
-            v = float(m.as_double(i))
-            if not math.isfinite(v):
-                continue
-            slot = values.setdefault(int(ids.as_uint64(i)), {})
-            slot[name] = v
+    values = _values_by_pc(per_pc)
 
     files: dict[str, dict[int, LineMetrics]] = {}
     total_samples = 0.0
@@ -372,23 +364,7 @@ def _attribute_lines(
         lm = files.setdefault(path, {}).get(line)
         if lm is None:
             lm = files[path][line] = LineMetrics(line=line)
-        for name, v in vals.items():
-            if name in LINE_FIELDS:
-                attr = LINE_FIELDS[name]
-                setattr(lm, attr, getattr(lm, attr) + v)
-            elif name == _NWAY:
-                if v > 0:  # 0 on instructions that do not touch shared memory
-                    lm.shared_nway_max = v if lm.shared_nway_max is None else max(lm.shared_nway_max, v)
-            elif name.startswith(_PCSAMP_PREFIX):
-                if name.endswith(NOT_ISSUED):
-                    lm.stall_samples_not_issued += v
-                elif v:
-                    r = _reason(name)
-                    lm.stalls[r] = lm.stalls.get(r, 0.0) + v
-            elif name == "smsp__pcsamp_sample_count" or _PC_NON_SUMMABLE.search(name):
-                continue
-            elif v:
-                lm.counters[name] = lm.counters.get(name, 0.0) + v
+        _add_pc_values(lm, vals)
         lm.stall_samples += samples
         op = _opcode(str(action.sass_by_pc(pc) or "")) if sass else ""
         if op:
@@ -401,7 +377,46 @@ def _attribute_lines(
                 lm.avg_threads_executed = lm.thread_inst_executed / lm.inst_executed
     kernel.files = {path: dict(sorted(lines.items())) for path, lines in files.items()}
     kernel.stall_samples = total_samples
+    _set_source_file(action, kernel)
 
+
+def _values_by_pc(per_pc: dict[str, Any]) -> dict[int, dict[str, float]]:
+    """The finite values of every per-PC metric, by PC (correlation id)."""
+    values: dict[int, dict[str, float]] = {}
+    for name, m in per_pc.items():
+        ids = m.correlation_ids()
+        for i in range(m.num_instances()):
+            v = float(m.as_double(i))
+            if not math.isfinite(v):
+                continue
+            slot = values.setdefault(int(ids.as_uint64(i)), {})
+            slot[name] = v
+    return values
+
+
+def _add_pc_values(lm: LineMetrics, vals: dict[str, float]) -> None:
+    """Add one PC's metric values to its line's counters."""
+    for name, v in vals.items():
+        if name in LINE_FIELDS:
+            attr = LINE_FIELDS[name]
+            setattr(lm, attr, getattr(lm, attr) + v)
+        elif name == _NWAY:
+            if v > 0:  # 0 on instructions that do not touch shared memory
+                lm.shared_nway_max = v if lm.shared_nway_max is None else max(lm.shared_nway_max, v)
+        elif name.startswith(_PCSAMP_PREFIX):
+            if name.endswith(NOT_ISSUED):
+                lm.stall_samples_not_issued += v
+            elif v:
+                r = _reason(name)
+                lm.stalls[r] = lm.stalls.get(r, 0.0) + v
+        elif name == "smsp__pcsamp_sample_count" or _PC_NON_SUMMABLE.search(name):
+            continue
+        elif v:
+            lm.counters[name] = lm.counters.get(name, 0.0) + v
+
+
+def _set_source_file(action: Any, kernel: KernelProfile) -> None:
+    """The kernel's own file and line: its entry PC's, else the file with most instructions."""
     entry = _entry_pc(action)
     si = action.source_info(entry) if entry else None
     if si is not None and str(si.file_name()):

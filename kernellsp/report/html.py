@@ -32,7 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kernellsp.profile.ncu import KernelSummary, ProfileOutcome
+from kernellsp.profile.findings import KernelSummary
+from kernellsp.profile.ncu import ProfileOutcome
 from kernellsp.source.model import SourceModel, parse_source
 
 #: What to tell the user when plotly is missing.

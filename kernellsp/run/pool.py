@@ -267,7 +267,7 @@ def _tool_version(runner: Runner, tool: str) -> tuple[str | None, str | None]:
 
 
 def worker_environment(runner: PinnedRunner, worker_address: str) -> dict[str, Any]:
-    """What every verdict of this worker records (the keys of :func:`kernellsp.profile.ncu.runner_environment`,
+    """What every verdict of this worker records (the keys of :func:`kernellsp.profile.environment.runner_environment`,
     plus the GPU's UUID and arch and the worker)."""
     g = runner.gpu
     env: dict[str, Any] = {

@@ -39,7 +39,7 @@ from kernellsp.optimize.loop import OptimizeOptions, optimize  # noqa: E402
 from kernellsp.optimize.propose.base import ProposalContext  # noqa: E402
 from kernellsp.optimize.propose.recipes.proposer import RecipeProposer  # noqa: E402
 from kernellsp.optimize.verify.gate import VerifyOptions, verify  # noqa: E402
-from kernellsp.profile.ncu import runner_environment  # noqa: E402
+from kernellsp.profile.environment import runner_environment  # noqa: E402
 from kernellsp.run.runner import LocalRunner  # noqa: E402
 from kernellsp.source import spec as specmod  # noqa: E402
 from kernellsp.source.model import parse_source  # noqa: E402

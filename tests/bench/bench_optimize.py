@@ -34,7 +34,8 @@ from gpuinfo import gpu_slug  # noqa: E402  (tests/gpuinfo.py)
 from kernellsp.check import CheckOptions, check_text  # noqa: E402
 from kernellsp.optimize.loop import OptimizeOptions, default_proposers, optimize  # noqa: E402
 from kernellsp.optimize.verify.gate import VerifyOptions  # noqa: E402
-from kernellsp.profile.ncu import footprint_bytes, runner_environment  # noqa: E402
+from kernellsp.profile.environment import runner_environment  # noqa: E402
+from kernellsp.profile.findings import footprint_bytes  # noqa: E402
 from kernellsp.rules.engine import load_rules  # noqa: E402
 from kernellsp.run.runner import LocalRunner  # noqa: E402
 from kernellsp.source.model import parse_source  # noqa: E402

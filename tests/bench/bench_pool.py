@@ -74,7 +74,7 @@ def main() -> int:
     # One cache for both sides, set before the cluster starts: its workers inherit it.
     os.environ.setdefault("KERNELLSP_CACHE_DIR", tempfile.mkdtemp(prefix="kernellsp-bench-pool-"))
     from kernellsp.optimize.verify.gate import VerifyError, VerifyOptions, verify
-    from kernellsp.profile.ncu import runner_environment
+    from kernellsp.profile.environment import runner_environment
     from kernellsp.run import harness_build as hb
     from kernellsp.run.pool import Pool
     from kernellsp.run.runner import LocalRunner

@@ -50,7 +50,8 @@ def build_runtime(env: dict[str, str]) -> dict[str, object]:
     """Build the harness runtime object into the bench's cache, as the first profile on a machine would."""
     code = (
         "import json, time\n"
-        "from kernellsp.profile.ncu import ProfileOptions, runner_environment\n"
+        "from kernellsp.profile.environment import runner_environment\n"
+        "from kernellsp.profile.ncu import ProfileOptions\n"
         "from kernellsp.run import harness_build as hb\n"
         "from kernellsp.run.runner import LocalRunner\n"
         "from kernellsp.settings import load_settings\n"

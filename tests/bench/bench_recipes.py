@@ -121,7 +121,7 @@ def verify_only(args: argparse.Namespace) -> int:
     from kernellsp.optimize.propose.base import ProposalContext
     from kernellsp.optimize.propose.recipes.proposer import RecipeProposer
     from kernellsp.optimize.verify.gate import VerifyOptions, verify
-    from kernellsp.profile.ncu import runner_environment
+    from kernellsp.profile.environment import runner_environment
     from kernellsp.run.runner import LocalRunner
     from kernellsp.source import spec as specmod
     from kernellsp.source.model import parse_source

@@ -6,7 +6,7 @@ Run on a GPU host from the repository root (OpenSSH there, or a bundle from ``te
 
 It starts a throw-away sshd on 127.0.0.1 (``tests/sshd.py``), then per sample profiles the file with
 the fast set through :class:`~kernellsp.run.runner.LocalRunner` and through
-:class:`~kernellsp.run.runner.SshRunner` (cold cache both times: nvcc build, ncu, report fetched back),
+:class:`~kernellsp.run.ssh.SshRunner` (cold cache both times: nvcc build, ncu, report fetched back),
 and prints the wall time of each and whether both found the same findings (code and line). Last, the
 committed evidence bundle ``tests/fixtures/bundles/softmax_row-tuner`` is replayed through each
 runner (correctness on fresh inputs, sanitizer, paired timing). Writes
@@ -34,8 +34,10 @@ from gpuinfo import gpu_slug  # noqa: E402  (tests/gpuinfo.py)
 
 from kernellsp.optimize.loop import replay  # noqa: E402
 from kernellsp.optimize.verify.gate import VerifyOptions  # noqa: E402
-from kernellsp.profile.ncu import ProfileOptions, profile_file, runner_environment  # noqa: E402
-from kernellsp.run.runner import LocalRunner, Runner, SshRunner  # noqa: E402
+from kernellsp.profile.environment import runner_environment  # noqa: E402
+from kernellsp.profile.ncu import ProfileOptions, profile_file  # noqa: E402
+from kernellsp.run.runner import LocalRunner, Runner  # noqa: E402
+from kernellsp.run.ssh import SshRunner  # noqa: E402
 
 DEFAULT_SAMPLES = [
     "vector_add.cu",

@@ -58,7 +58,7 @@ def main() -> int:
     args = ap.parse_args()
     os.environ.setdefault("KERNELLSP_CACHE_DIR", tempfile.mkdtemp(prefix="kernellsp-bench-verify-"))
     from kernellsp.optimize.verify.gate import VerifyOptions, verify
-    from kernellsp.profile.ncu import runner_environment
+    from kernellsp.profile.environment import runner_environment
     from kernellsp.run import harness_build as hb
     from kernellsp.run.runner import LocalRunner
     from kernellsp.source import spec

@@ -38,7 +38,7 @@ from kernellsp.optimize.propose.base import splice_kernel  # noqa: E402
 from kernellsp.optimize.propose.recipes import recipe  # noqa: E402
 from kernellsp.optimize.propose.recipes.base import Match, contexts_for  # noqa: E402
 from kernellsp.optimize.verify.gate import VerifyOptions, verify  # noqa: E402
-from kernellsp.profile.ncu import runner_environment  # noqa: E402
+from kernellsp.profile.environment import runner_environment  # noqa: E402
 from kernellsp.run.runner import LocalRunner  # noqa: E402
 from kernellsp.source.model import parse_source  # noqa: E402
 from kernellsp.source.spec import specs_from_source  # noqa: E402

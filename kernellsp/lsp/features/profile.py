@@ -156,7 +156,7 @@ def warm_up(ls: KernelLspServer) -> None:
     nvcc, ncu and nvidia-smi once, which the first profile then finds in the cache). Failures are left to
     the first profile, which reports them.
     """
-    from kernellsp.profile.ncu import runner_environment
+    from kernellsp.profile.environment import runner_environment
     from kernellsp.run.harness_build import warm_runtime
 
     def work() -> None:

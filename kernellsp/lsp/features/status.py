@@ -26,7 +26,7 @@ import weakref
 from typing import Any
 
 from kernellsp.lsp.server import KernelLspProtocol, KernelLspServer
-from kernellsp.profile.ncu import runner_environment
+from kernellsp.profile.environment import runner_environment
 from kernellsp.run.runner import RunnerError
 
 log = logging.getLogger(__name__)

@@ -140,7 +140,7 @@ def verify(
         cplan = harness.plan_harness(cmodel, cspec, entry)
     except harness.HarnessError as exc:
         return reject("scope_violation", entry, f"the candidate's launch cannot be planned: {exc}")
-    from kernellsp.profile.ncu import runner_environment
+    from kernellsp.profile.environment import runner_environment
 
     env = environment if environment is not None else runner_environment(runner)
     # What confines the code under test goes into the evidence; when nothing does, the user hears it now.

@@ -141,7 +141,7 @@ def time_candidate(
         stats=stats.to_dict(),
         timings={"rounds": raw, "kernel_entry": kernel_entry},
     )
-    from kernellsp.profile.ncu import footprint_bytes
+    from kernellsp.profile.findings import footprint_bytes
 
     # The floor: the bytes the spec says the entry must move (inputs read once, outputs written once) at
     # this GPU's measured copy bandwidth (never above its theoretical peak).
