@@ -344,7 +344,7 @@ def _make_runner(settings: Settings, job: str = "a kernellsp command") -> tuple[
     one waits for the GPU, who holds it is shown on stderr. The wait lasts as long as it takes (Ctrl-C ends it)
     unless the gpu_wait_timeout_s setting limits it.
     """
-    from kernellsp.profile.ncu import profiling_runner
+    from kernellsp.profile.environment import profiling_runner
 
     runner, problem = profiling_runner(settings)
     if runner is not None:
