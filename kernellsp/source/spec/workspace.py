@@ -148,7 +148,6 @@ def unknown_workspace_entries(
     otherwise ignored in silence), with the nearest kernel names as suggestions; a ``file = "..."`` it names
     must exist and define NAME."""
     import difflib
-    import os
 
     if origin is None:
         return []
@@ -156,21 +155,7 @@ def unknown_workspace_entries(
     names = set(specs) | set(tables)
     if not names:
         return []
-    texts: dict[Path, str] = {}
-    for dirpath, dirs, files in os.walk(root):
-        dirs[:] = [
-            d
-            for d in dirs
-            if not d.startswith(".") and d not in ("node_modules", "__pycache__", "build", "dist")
-        ]
-        for f in files:
-            if f.endswith((".cu", ".cuh")) and len(texts) < max_files:
-                fp = Path(dirpath) / f
-                try:
-                    if fp.stat().st_size <= 8 * 1024 * 1024:
-                        texts[fp] = fp.read_text(encoding="utf-8", errors="replace")
-                except OSError:
-                    continue
+    texts = _workspace_cuda_texts(root, max_files)
     defined = {m.group(1) for t in texts.values() for m in _CUDA_DEF.finditer(t)}
     out: list[SpecIssue] = []
     raw = _raw_workspace_tables(origin)
@@ -180,34 +165,9 @@ def unknown_workspace_entries(
         body = raw.get(name)
         file = body.get("file") if isinstance(body, dict) else None
         if isinstance(file, str):
-            fp = (root / file).resolve()
-            if not fp.is_file():
-                out.append(
-                    SpecIssue(
-                        "file",
-                        f"kernels.{name}.file: no such file {file!r} (relative to {root})",
-                        _line_of(block, "file") if block else line,
-                        path=origin,
-                        entry=name,
-                    )
-                )
-                continue
-            text = texts.get(fp)
-            if text is None:
-                try:
-                    text = fp.read_text(encoding="utf-8", errors="replace")
-                except OSError:
-                    continue
-            if not re.search(rf"\b{re.escape(name)}\s*\(", text):
-                out.append(
-                    SpecIssue(
-                        "file",
-                        f"kernels.{name}: {file} defines no function named {name}",
-                        line,
-                        path=origin,
-                        entry=name,
-                    )
-                )
+            issue = _named_file_issue(root, origin, name, file, block, texts)
+            if issue is not None:
+                out.append(issue)
             continue
         if any(re.search(rf"\b{re.escape(name)}\s*[(<]", t) for t in texts.values()):
             continue
@@ -224,6 +184,60 @@ def unknown_workspace_entries(
             )
         )
     return out
+
+
+def _workspace_cuda_texts(root: Path, max_files: int) -> dict[Path, str]:
+    """The text of every ``.cu``/``.cuh`` file under ``root`` (up to ``max_files``, none over 8 MiB), skipping
+    hidden, dependency and build folders."""
+    import os
+
+    texts: dict[Path, str] = {}
+    for dirpath, dirs, files in os.walk(root):
+        dirs[:] = [
+            d
+            for d in dirs
+            if not d.startswith(".") and d not in ("node_modules", "__pycache__", "build", "dist")
+        ]
+        for f in files:
+            if f.endswith((".cu", ".cuh")) and len(texts) < max_files:
+                fp = Path(dirpath) / f
+                try:
+                    if fp.stat().st_size <= 8 * 1024 * 1024:
+                        texts[fp] = fp.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+    return texts
+
+
+def _named_file_issue(
+    root: Path, origin: str, name: str, file: str, block: CommentBlock | None, texts: dict[Path, str]
+) -> SpecIssue | None:
+    """The ``file = "..."`` of table NAME must exist and define NAME; ``None`` when it does (or cannot be read)."""
+    line = block.span.start_line if block else 0
+    fp = (root / file).resolve()
+    if not fp.is_file():
+        return SpecIssue(
+            "file",
+            f"kernels.{name}.file: no such file {file!r} (relative to {root})",
+            _line_of(block, "file") if block else line,
+            path=origin,
+            entry=name,
+        )
+    text = texts.get(fp)
+    if text is None:
+        try:
+            text = fp.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+    if not re.search(rf"\b{re.escape(name)}\s*\(", text):
+        return SpecIssue(
+            "file",
+            f"kernels.{name}: {file} defines no function named {name}",
+            line,
+            path=origin,
+            entry=name,
+        )
+    return None
 
 
 def partial_workspace_issues(origin: str, entry: str, model: SourceModel) -> list[SpecIssue]:
