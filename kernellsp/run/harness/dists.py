@@ -33,6 +33,47 @@ class DistPlan:
     iparams: tuple[int, ...] = ()
 
 
+@dataclass
+class _DistCheck:
+    """One ``dist`` text being checked against its buffer's dtype: where problems and warnings go."""
+
+    dtype: str
+    name: str
+    text: str
+    where: str
+    problems: list[str]
+    warnings: list[str]
+
+    @property
+    def is_int(self) -> bool:
+        return self.dtype in _INT_RANGE
+
+    @property
+    def fmax(self) -> float:
+        return _FLOAT_MAX.get(self.dtype, 0.0)
+
+    def bad(self, msg: str) -> None:
+        self.problems.append(f"{self.where}: {self.text!r}: {msg}")
+
+    def fits(self, x: int) -> bool:
+        if self.is_int:
+            lo, hi = _INT_RANGE[self.dtype]
+            return lo <= x <= hi
+        return abs(x) <= self.fmax
+
+    def weak(self) -> None:
+        """A legal distribution that makes every element equal."""
+        self.warnings.append(
+            f"{self.where}: {self.text!r} makes every element equal; comparisons against it are weak"
+        )
+
+
+def _integral(x: float | int) -> int | None:
+    if isinstance(x, int):
+        return x
+    return int(x) if x.is_integer() else None
+
+
 def _plan_dist(
     a: ArgPlan,
     text: str | None,
@@ -45,6 +86,30 @@ def _plan_dist(
     where = f"args.{a.name}.dist ({label})"
     if text is None:
         return DistPlan("default")
+    parsed = _parse_dist(text, names, where, problems)
+    if parsed is None:
+        return None
+    kind, params = parsed
+    ck = _DistCheck(a.dtype, a.name, text, where, problems, warnings)
+    if kind in ("uniform", "normal"):
+        return _plan_continuous(ck, kind, params)
+    if kind == "randint":
+        return _plan_randint(ck, params)
+    if kind == "ones":
+        if params:
+            ck.bad("ones takes no parameters")
+            return None
+        warnings.append(f"{where}: ones() makes every element equal; comparisons against it are weak")
+        return DistPlan(kind)
+    if kind == "arange":
+        return _plan_arange(ck, params)
+    return _plan_choice(ck, params)
+
+
+def _parse_dist(
+    text: str, names: Mapping[str, exprs.Value], where: str, problems: list[str]
+) -> tuple[DistKind, list[float | int]] | None:
+    """The distribution's kind and its parameters evaluated as finite numbers; None after a problem."""
     m = _DIST_RE.match(text)
     if m is None:
         problems.append(
@@ -70,100 +135,88 @@ def _plan_dist(
             problems.append(f"{where}: parameter {x!r} is not a finite number")
             return None
         params.append(x)
-    is_int = a.dtype in _INT_RANGE
-    fmax = _FLOAT_MAX.get(a.dtype, 0.0)
+    return kind, params
 
-    def bad(msg: str) -> None:
-        problems.append(f"{where}: {text!r}: {msg}")
 
-    def integral(x: float | int) -> int | None:
-        if isinstance(x, int):
-            return x
-        return int(x) if x.is_integer() else None
+def _plan_continuous(ck: _DistCheck, kind: DistKind, params: list[float | int]) -> DistPlan | None:
+    """``uniform(lo, hi)`` or ``normal(mean, std)``."""
+    if len(params) != 2:
+        ck.bad(f"{kind} takes two parameters")
+        return None
+    p0, p1 = float(params[0]), float(params[1])
+    if kind == "uniform":
+        if p0 > p1:
+            ck.bad("lo must not exceed hi")
+            return None
+        if not math.isfinite(p1 - p0):
+            ck.bad("hi - lo overflows a double")
+            return None
+        if not ck.is_int and max(abs(p0), abs(p1)) > ck.fmax:
+            ck.bad(f"the range exceeds what {ck.dtype} can hold (±{ck.fmax:g})")
+            return None
+        if p0 == p1:
+            ck.weak()
+    elif p1 < 0:
+        ck.bad("std must not be negative")
+        return None
+    return DistPlan(kind, (p0, p1), (0, 0))
 
-    def fits(x: int) -> bool:
-        if is_int:
-            lo, hi = _INT_RANGE[a.dtype]  # type: ignore[index]
-            return lo <= x <= hi
-        return abs(x) <= fmax
 
-    if kind in ("uniform", "normal"):
-        if len(params) != 2:
-            bad(f"{kind} takes two parameters")
+def _plan_randint(ck: _DistCheck, params: list[float | int]) -> DistPlan | None:
+    """``randint(lo, hi)``, hi exclusive."""
+    if len(params) != 2:
+        ck.bad("randint takes two parameters (lo, hi), hi exclusive")
+        return None
+    lo_i, hi_i = _integral(params[0]), _integral(params[1])
+    if lo_i is None or hi_i is None:
+        ck.bad("randint bounds must be integers")
+        return None
+    if lo_i >= hi_i:
+        ck.bad("randint needs lo < hi (hi is exclusive)")
+        return None
+    if not (lo_i >= -(2**63) and hi_i <= 2**63 - 1):
+        ck.bad("randint bounds must fit a signed 64-bit integer")
+        return None
+    if not (ck.fits(lo_i) and ck.fits(hi_i - 1)):
+        ck.bad(f"values {lo_i}..{hi_i - 1} do not fit {ck.dtype}")
+        return None
+    return DistPlan("randint", (float(lo_i), float(hi_i)), (lo_i, hi_i))
+
+
+def _plan_arange(ck: _DistCheck, params: list[float | int]) -> DistPlan | None:
+    """``arange()``, ``arange(start)`` or ``arange(start, step)``."""
+    if len(params) > 2:
+        ck.bad("arange takes at most two parameters (start, step)")
+        return None
+    start, step = (list(params) + [0, 1][len(params) :])[:2]
+    if ck.is_int:
+        si_, st_ = _integral(start), _integral(step)
+        if si_ is None or st_ is None or not (-(2**63) <= si_ < 2**63 and -(2**63) <= st_ < 2**63):
+            ck.bad(f"start and step must be 64-bit integers for {ck.dtype}")
             return None
-        p0, p1 = float(params[0]), float(params[1])
-        if kind == "uniform":
-            if p0 > p1:
-                bad("lo must not exceed hi")
-                return None
-            if not math.isfinite(p1 - p0):
-                bad("hi - lo overflows a double")
-                return None
-            if not is_int and max(abs(p0), abs(p1)) > fmax:
-                bad(f"the range exceeds what {a.dtype} can hold (±{fmax:g})")
-                return None
-            if p0 == p1:
-                warnings.append(
-                    f"{where}: {text!r} makes every element equal; comparisons against it are weak"
-                )
-        elif p1 < 0:
-            bad("std must not be negative")
-            return None
-        return DistPlan(kind, (p0, p1), (0, 0))
-    if kind == "randint":
-        if len(params) != 2:
-            bad("randint takes two parameters (lo, hi), hi exclusive")
-            return None
-        lo_i, hi_i = integral(params[0]), integral(params[1])
-        if lo_i is None or hi_i is None:
-            bad("randint bounds must be integers")
-            return None
-        if lo_i >= hi_i:
-            bad("randint needs lo < hi (hi is exclusive)")
-            return None
-        if not (lo_i >= -(2**63) and hi_i <= 2**63 - 1):
-            bad("randint bounds must fit a signed 64-bit integer")
-            return None
-        if not (fits(lo_i) and fits(hi_i - 1)):
-            bad(f"values {lo_i}..{hi_i - 1} do not fit {a.dtype}")
-            return None
-        return DistPlan(kind, (float(lo_i), float(hi_i)), (lo_i, hi_i))
-    if kind == "ones":
-        if params:
-            bad("ones takes no parameters")
-            return None
-        warnings.append(f"{where}: ones() makes every element equal; comparisons against it are weak")
-        return DistPlan(kind)
-    if kind == "arange":
-        if len(params) > 2:
-            bad("arange takes at most two parameters (start, step)")
-            return None
-        start, step = (list(params) + [0, 1][len(params) :])[:2]
-        if is_int:
-            si_, st_ = integral(start), integral(step)
-            if si_ is None or st_ is None or not (-(2**63) <= si_ < 2**63 and -(2**63) <= st_ < 2**63):
-                bad(f"start and step must be 64-bit integers for {a.dtype}")
-                return None
-            return DistPlan(kind, (float(si_), float(st_)), (si_, st_))
-        return DistPlan(kind, (float(start), float(step)), (0, 0))
-    # choice
+        return DistPlan("arange", (float(si_), float(st_)), (si_, st_))
+    return DistPlan("arange", (float(start), float(step)), (0, 0))
+
+
+def _plan_choice(ck: _DistCheck, params: list[float | int]) -> DistPlan | None:
+    """``choice(a, b, ...)``."""
     if not params:
-        bad("choice needs at least one value")
+        ck.bad("choice needs at least one value")
         return None
     ivals: list[int] = []
     for x in params:
-        xi = integral(x)
-        if is_int:
+        xi = _integral(x)
+        if ck.is_int:
             if xi is None:
-                bad(f"{x} is not an integer, but {a.name} is {a.dtype}")
+                ck.bad(f"{x} is not an integer, but {ck.name} is {ck.dtype}")
                 return None
-            if not fits(xi):
-                bad(f"{x} does not fit {a.dtype}")
+            if not ck.fits(xi):
+                ck.bad(f"{x} does not fit {ck.dtype}")
                 return None
-        elif abs(float(x)) > fmax:
-            bad(f"{x} does not fit {a.dtype}")
+        elif abs(float(x)) > ck.fmax:
+            ck.bad(f"{x} does not fit {ck.dtype}")
             return None
         ivals.append(xi if xi is not None and -(2**63) <= xi < 2**63 else 0)
     if len(set(params)) == 1:
-        warnings.append(f"{where}: {text!r} makes every element equal; comparisons against it are weak")
-    return DistPlan(kind, tuple(float(x) for x in params), tuple(ivals))
+        ck.weak()
+    return DistPlan("choice", tuple(float(x) for x in params), tuple(ivals))

@@ -142,36 +142,10 @@ def plan_harness(
     mismatches, counts that are not positive, scalars out of their C type's range, bad distributions,
     and everything :func:`kernellsp.source.spec.validate_against` reports as an error).
     """
-    fn = model.function(entry)
-    if fn is None:
-        raise HarnessError(f"no function named {entry!r} in {model.path}")
-    defs = [f for f in model.functions if f.name == entry and f.has_body]
-    if len(defs) > 1:
-        raise HarnessError(f"{entry} is overloaded ({len(defs)} definitions); the harness needs exactly one")
-    if fn.template_params is not None:
-        raise HarnessError(
-            f"{entry} is a template {fn.template_params}; the harness cannot choose template arguments. "
-            f"Add a non-template __global__ wrapper or a host launcher that instantiates it, and point the spec at that"
-        )
-    if fn.kind not in ("global", "host"):
-        raise HarnessError(
-            f"{entry} is a {fn.kind.replace('_', ' ')} function; an entry must be __global__ or a host launcher"
-        )
-    if not fn.has_body:
-        raise HarnessError(
-            f"{entry} is only declared in {model.path}; the harness needs its definition in this file"
-        )
-    if fn.name == "main":
-        raise HarnessError("main cannot be an entry; name a kernel or a host launcher")
+    fn = _entry_function(model, entry)
+    assert fn.kind in ("global", "host")  # _entry_function refuses the other kinds
     if tunables:
-        unknown = [k for k in tunables if k not in spec.tunables]
-        if unknown:
-            raise HarnessError(
-                f"tunable(s) {', '.join(unknown)} not declared in the spec (declared: {', '.join(spec.tunables) or 'none'})"
-            )
-        spec = spec.model_copy(
-            update={"tunables": {**spec.tunables, **{k: [v] for k, v in tunables.items()}}}
-        )
+        spec = _with_tunables(spec, tunables)
 
     problems: list[str] = []
     bound = BoundSpec(spec=spec, entry=entry, origin="comment", origin_path=model.path)
@@ -204,6 +178,42 @@ def plan_harness(
         flags=list(spec.flags),
         warnings=warnings,
     )
+
+
+def _entry_function(model: SourceModel, entry: str) -> Function:
+    """The one definition of ``entry`` in ``model``; :class:`HarnessError` when it cannot be an entry."""
+    fn = model.function(entry)
+    if fn is None:
+        raise HarnessError(f"no function named {entry!r} in {model.path}")
+    defs = [f for f in model.functions if f.name == entry and f.has_body]
+    if len(defs) > 1:
+        raise HarnessError(f"{entry} is overloaded ({len(defs)} definitions); the harness needs exactly one")
+    if fn.template_params is not None:
+        raise HarnessError(
+            f"{entry} is a template {fn.template_params}; the harness cannot choose template arguments. "
+            f"Add a non-template __global__ wrapper or a host launcher that instantiates it, and point the spec at that"
+        )
+    if fn.kind not in ("global", "host"):
+        raise HarnessError(
+            f"{entry} is a {fn.kind.replace('_', ' ')} function; an entry must be __global__ or a host launcher"
+        )
+    if not fn.has_body:
+        raise HarnessError(
+            f"{entry} is only declared in {model.path}; the harness needs its definition in this file"
+        )
+    if fn.name == "main":
+        raise HarnessError("main cannot be an entry; name a kernel or a host launcher")
+    return fn
+
+
+def _with_tunables(spec: KernelSpec, tunables: Mapping[str, int | str]) -> KernelSpec:
+    """``spec`` with ``tunables`` as the default (first) values of its declared tunables."""
+    unknown = [k for k in tunables if k not in spec.tunables]
+    if unknown:
+        raise HarnessError(
+            f"tunable(s) {', '.join(unknown)} not declared in the spec (declared: {', '.join(spec.tunables) or 'none'})"
+        )
+    return spec.model_copy(update={"tunables": {**spec.tunables, **{k: [v] for k, v in tunables.items()}}})
 
 
 def _join(entry: str, problems: list[str]) -> str:
@@ -314,29 +324,8 @@ def _plan_shape(
         arg_spec = spec.args[a.name]
         if a.is_buffer:
             assert arg_spec.count is not None
-            try:
-                c = exprs.evaluate_int(arg_spec.count, names)
-            except exprs.ExprError as exc:
-                problems.append(f"args.{a.name}.count ({label}): {exc}")
-                continue
-            if c <= 0:
-                problems.append(
-                    f"args.{a.name}.count = {arg_spec.count!r} evaluates to {c} for {label}; "
-                    "a buffer needs a positive element count"
-                )
-                continue
-            if c % a.vector_width:
-                problems.append(
-                    f"args.{a.name}.count = {c} for {label} is not a multiple of {a.vector_width} "
-                    f"({a.base_type} holds {a.vector_width} scalars)"
-                )
-                continue
-            nbytes = c * DTYPE_BYTES[a.dtype or "u8"]
-            if nbytes > MAX_BUFFER_BYTES:
-                problems.append(
-                    f"args.{a.name}.count = {c} for {label} needs {nbytes / 2**30:,.0f} GiB; a buffer may "
-                    f"hold at most {MAX_BUFFER_BYTES // 2**30} GiB (more than any GPU's memory)"
-                )
+            c = _plan_count(a, arg_spec.count, names, label, problems)
+            if c is None:
                 continue
             counts[a.name] = c
             if a.dir in ("in", "inout"):
@@ -353,17 +342,7 @@ def _plan_shape(
             sv = _check_scalar(a, v, label, problems)
             if sv is not None:
                 scalars[a.name] = sv
-    grid = block = None
-    smem = None
-    if fn.kind == "global":
-        assert spec.launch is not None
-        dims = launch_dims(spec.launch, names)
-        if isinstance(dims, str):
-            problems.append(f"launch ({label}): {dims}")
-        else:
-            g, b, smem = dims
-            grid = (g[0], g[1], g[2])
-            block = (b[0], b[1], b[2])
+    grid, block, smem = _plan_launch(fn, spec, names, label, problems)
     try:
         json.dumps(names, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -379,6 +358,52 @@ def _plan_shape(
         block=block,
         smem=smem,
     )
+
+
+def _plan_count(
+    a: ArgPlan, count: str | int, names: Mapping[str, exprs.Value], label: str, problems: list[str]
+) -> int | None:
+    """The element count of buffer ``a`` in one shape; None after a problem."""
+    try:
+        c = exprs.evaluate_int(count, names)
+    except exprs.ExprError as exc:
+        problems.append(f"args.{a.name}.count ({label}): {exc}")
+        return None
+    if c <= 0:
+        problems.append(
+            f"args.{a.name}.count = {count!r} evaluates to {c} for {label}; "
+            "a buffer needs a positive element count"
+        )
+        return None
+    if c % a.vector_width:
+        problems.append(
+            f"args.{a.name}.count = {c} for {label} is not a multiple of {a.vector_width} "
+            f"({a.base_type} holds {a.vector_width} scalars)"
+        )
+        return None
+    nbytes = c * DTYPE_BYTES[a.dtype or "u8"]
+    if nbytes > MAX_BUFFER_BYTES:
+        problems.append(
+            f"args.{a.name}.count = {c} for {label} needs {nbytes / 2**30:,.0f} GiB; a buffer may "
+            f"hold at most {MAX_BUFFER_BYTES // 2**30} GiB (more than any GPU's memory)"
+        )
+        return None
+    return c
+
+
+def _plan_launch(
+    fn: Function, spec: KernelSpec, names: dict[str, exprs.Value], label: str, problems: list[str]
+) -> tuple[tuple[int, int, int] | None, tuple[int, int, int] | None, int | None]:
+    """Grid, block and dynamic shared memory of a ``__global__`` entry in one shape; all None for a launcher."""
+    if fn.kind != "global":
+        return None, None, None
+    assert spec.launch is not None
+    dims = launch_dims(spec.launch, names)
+    if isinstance(dims, str):
+        problems.append(f"launch ({label}): {dims}")
+        return None, None, None
+    g, b, smem = dims
+    return (g[0], g[1], g[2]), (b[0], b[1], b[2]), smem
 
 
 def _check_scalar(a: ArgPlan, v: exprs.Value, label: str, problems: list[str]) -> int | float | bool | None:
