@@ -154,7 +154,8 @@ def exit_code(checks: list[Check]) -> int:
 
 def sandbox_checks(gpu_host: str | None = None) -> list[Check]:
     """What confines the code under test on this host and, when one is set, on the ssh GPU host."""
-    from kernellsp.run.runner import RunnerError, SshRunner, make_runner
+    from kernellsp.run.runner import RunnerError, make_runner
+    from kernellsp.run.ssh import SshRunner
 
     out: list[Check] = []
     try:

@@ -13,7 +13,7 @@ generated key in); without ``/usr/sbin/sshd`` they are skipped with that reason.
 ``sshd_config`` (a free port on 127.0.0.1, the tmp ``authorized_keys``, ``StrictModes no``,
 ``UsePAM no``, a PidFile in the tmp dir), starts ``/usr/sbin/sshd -D -e -f CONFIG``, waits until
 the port accepts and one key login works, and returns an :class:`SshServer`: the runner target
-(``user@127.0.0.1:PORT``) and the client options that :class:`kernellsp.run.runner.SshRunner` takes as
+(``user@127.0.0.1:PORT``) and the client options that :class:`kernellsp.run.ssh.SshRunner` takes as
 ``extra_options``. ``conftest.py`` wraps it in the session fixture ``sshd_server``.
 
 On a host without OpenSSH (the lent GPU machine) set ``KERNELLSP_TEST_SSH_BUNDLE`` to a directory

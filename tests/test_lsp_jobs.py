@@ -265,7 +265,7 @@ def test_profile_and_optimize_share_one_runner_closed_at_shutdown() -> None:
     from pathlib import Path
 
     from kernellsp.lsp.server import KernelLspServer
-    from kernellsp.run.runner import SshRunner
+    from kernellsp.run.ssh import SshRunner
     from kernellsp.settings import Settings
 
     server = KernelLspServer()

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from kernellsp.build.nvcc import Cancelled
-from kernellsp.run.runner import LocalRunner, RunnerError, SshRunner, classify_failure, clean_env, make_runner
+from kernellsp.run.runner import LocalRunner, RunnerError, classify_failure, clean_env, make_runner
+from kernellsp.run.ssh import SshRunner
 
 SECRETS = {
     "OPENAI_API_KEY": "sk-test-openai-0123456789",
