@@ -7,7 +7,6 @@ colour is used only on a TTY.
 
 from __future__ import annotations
 
-import atexit
 import os
 import sys
 from enum import StrEnum
@@ -16,13 +15,32 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import typer.core
-from rich.console import Console
-from rich.markup import escape
 
 from kernellsp import __version__
+from kernellsp.cli_support import (
+    FailOn,
+    OutputFormat,
+    _add_profile_findings,
+    _check_html_target,
+    _echo_optimize_result,
+    _fail,
+    _json_format,
+    _make_runner,
+    _no_runner,
+    _optimize_html,
+    _pick_entry,
+    _print_explain,
+    _project_options,
+    _read_cuda,
+    _run_fanout,
+    _run_optimize_loop,
+    _settings,
+    _write_html,
+    err_console,
+)
 
 if TYPE_CHECKING:
-    from kernellsp.settings import Settings
+    pass
 
 app = typer.Typer(
     name="kernellsp",
@@ -61,23 +79,6 @@ def _hide_redundant_help_types() -> None:
 
 _hide_redundant_help_types()
 
-# soft_wrap: never re-wrap messages at the console width (paths and CI logs must stay on one line).
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-class OutputFormat(StrEnum):
-    text = "text"
-    json = "json"
-    sarif = "sarif"
-
-
-class FailOn(StrEnum):
-    error = "error"
-    warning = "warning"
-    info = "info"
-    hint = "hint"
-    never = "never"
-
 
 def _version_callback(value: bool) -> None:
     if value:
@@ -95,14 +96,6 @@ def _root(
     ] = False,
 ) -> None:
     """kernellsp: make CUDA kernels fast and keep them correct."""
-
-
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    if err_console.is_terminal:
-        err_console.print(f"[bold red]error:[/] {escape(message)}")
-    else:
-        err_console.print(f"error: {message}", markup=False)
-    return typer.Exit(code)
 
 
 @app.command()
@@ -257,147 +250,6 @@ def check(
     raise typer.Exit(0)
 
 
-def _project_options(
-    anchor: Path,
-    settings: Settings,
-    include_dirs: list[str],
-    defines: list[str],
-    select: list[str] | None,
-    ignore: list[str],
-) -> tuple[Any, Any]:
-    """The build flags and the rule selection for ``anchor``'s workspace (settings, then -I/-D/--select/--ignore);
-    a bad flag or a code that names no rule is a usage error."""
-    from kernellsp.check import CheckError, project_options
-    from kernellsp.source.spec import find_workspace_root
-
-    try:
-        return project_options(settings, find_workspace_root(anchor), include_dirs, defines, select, ignore)
-    except CheckError as exc:
-        raise _fail(str(exc)) from None
-
-
-def _settings(anchor: Path, gpu_host: str | None = None) -> Settings:
-    """The settings of ``anchor``'s workspace (its kernellsp.toml / pyproject.toml, then KERNELLSP_*), with
-    ``--gpu-host`` on top, as the editor resolves them for that file; a bad settings file is a usage error."""
-    from kernellsp.settings import SettingsError, load_settings
-    from kernellsp.source.spec import find_workspace_root
-
-    try:
-        return load_settings(find_workspace_root(anchor), {"gpu_host": gpu_host} if gpu_host else None)
-    except SettingsError as exc:
-        raise _fail(str(exc)) from None
-
-
-def _json_format(output_format: OutputFormat, json_flag: bool, command: str) -> bool:
-    """``--format json`` (or the older ``--json``) for commands that print text or JSON; sarif is refused."""
-    if output_format == OutputFormat.sarif:
-        raise _fail(f"--format sarif: {command} prints text or json (sarif is check's)")
-    return json_flag or output_format == OutputFormat.json
-
-
-def _no_runner(message: str) -> Any:
-    """A runner for a host without a GPU: the steps that need none run, the first that needs one stops with
-    ``message`` (why there is no GPU and how to get one)."""
-    import threading
-
-    from kernellsp.run.runner import Runner, RunnerError, RunResult
-
-    class NoRunner(Runner):
-        name = "no GPU"
-
-        def _refuse(self) -> RunnerError:
-            return RunnerError("no_gpu", message)
-
-        def new_workdir(self) -> str:
-            raise self._refuse()
-
-        def put(self, files: dict[str, bytes], workdir: str) -> None:
-            raise self._refuse()
-
-        def get(self, workdir: str, rel_paths: list[str], dest: Path) -> list[Path]:
-            raise self._refuse()
-
-        def run(
-            self,
-            argv: list[str],
-            workdir: str,
-            timeout_s: float,
-            cancel: threading.Event | None = None,
-            env: dict[str, str] | None = None,
-            gpu_lock: bool = False,
-        ) -> RunResult:
-            raise self._refuse()
-
-        def which(self, tool: str) -> str | None:
-            raise self._refuse()
-
-        def cleanup(self, workdir: str) -> None:
-            return None
-
-    return NoRunner()
-
-
-def _make_runner(settings: Settings, job: str = "a kernellsp command") -> tuple[object | None, str | None]:
-    """The runner for GPU work, or ``(None, reason)`` when this host cannot do it.
-
-    ``job`` ("optimize of softmax.cu") is what other kernellsp jobs see while this one holds the GPU; while this
-    one waits for the GPU, who holds it is shown on stderr. The wait lasts as long as it takes (Ctrl-C ends it)
-    unless the gpu_wait_timeout_s setting limits it.
-    """
-    from kernellsp.profile.environment import profiling_runner
-
-    runner, problem = profiling_runner(settings)
-    if runner is not None:
-        # An ssh runner's shared connection would otherwise outlive the command by its ControlPersist time.
-        atexit.register(runner.close)
-        runner.job_label = job
-        runner.gpu_wait_s = settings.gpu_wait_timeout_s or None
-        runner.on_gpu_wait = lambda m: err_console.print(m, markup=False, highlight=False)
-    return runner, problem
-
-
-def _add_profile_findings(
-    report: object,
-    paths: list[Path],
-    settings: Settings,
-    arch: str,
-    deep: bool,
-    no_cache: bool,
-    interactive: bool,
-) -> None:
-    from kernellsp.check import CheckReport
-    from kernellsp.profile.ncu import ProfileOptions, profile_to_findings_for_check
-    from kernellsp.rules.engine import load_rules
-    from kernellsp.source.spec import find_workspace_root
-
-    assert isinstance(report, CheckReport)
-    runner, problem = _make_runner(settings, f"check --profile of {', '.join(p.name for p in paths)}")
-    if runner is None:
-        report.notes.append(f"profiling skipped: {problem}; static findings only")
-        return
-    files = [Path(fr.path) for fr in report.files if fr.error is None]
-    opts = ProfileOptions.from_settings(settings, arch=arch, deep=deep, use_cache=not no_cache)
-    ruleset = load_rules(find_workspace_root(Path(paths[0])))
-    if interactive:
-        with err_console.status("profiling…") as status:
-            outcomes, notes = profile_to_findings_for_check(
-                files,
-                runner,  # type: ignore[arg-type]
-                opts,
-                ruleset,
-                progress=lambda m, _p: status.update(f"profiling: {m}"),
-            )
-    else:
-        outcomes, notes = profile_to_findings_for_check(files, runner, opts, ruleset)  # type: ignore[arg-type]
-    report.notes.extend(notes)
-    by_path = {str(Path(fr.path)): fr for fr in report.files}
-    for oc in outcomes:
-        fr = by_path.get(str(Path(oc.path)))
-        if fr is not None:
-            fr.findings.extend(oc.findings)
-            fr.findings.sort(key=lambda f: f.sort_key())
-
-
 @app.command("profile")
 def profile_cmd(
     file: Annotated[
@@ -500,117 +352,6 @@ def profile_cmd(
     raise typer.Exit(0)
 
 
-def _check_html_target(path: Path) -> None:
-    """Before any GPU work: plotly is there and the page's folder exists (usage errors, not lost profiles)."""
-    from kernellsp.report.html import HtmlReportError, require_plotly
-
-    try:
-        require_plotly()
-    except HtmlReportError as exc:
-        raise _fail(f"--html: {exc}") from None
-    if not path.parent.is_dir():
-        raise _fail(f"--html {path}: no such folder {path.parent}")
-
-
-def _write_html(path: Path, runs: list[Any], title: str) -> None:
-    from kernellsp.report.html import profile_page
-
-    try:
-        path.write_text(profile_page(runs, title), encoding="utf-8")
-    except OSError as exc:
-        raise _fail(f"--html {path}: {exc.strerror or exc}") from None
-    err_console.print(f"wrote {path}", markup=False)
-
-
-def _read_cuda(file: Path) -> str:
-    """The file's text, or a usage error (exit 2) naming why it cannot be read."""
-    from kernellsp.check import read_source
-
-    if not file.exists():
-        raise _fail(f"{file}: no such file")
-    text, err = read_source(file)
-    if text is None:
-        raise _fail(f"{file}: {err}")
-    return text
-
-
-def _pick_entry(file: Path, text: str, kernel: str | None) -> str:
-    from kernellsp.source.model import parse_source
-    from kernellsp.source.spec import specs_from_source
-
-    model = parse_source(text, str(file))
-    entries = [b.entry for b in specs_from_source(model)[0]]
-    if kernel:
-        if kernel not in entries:
-            known = ", ".join(entries) or "none"
-            raise _fail(f"{file}: {kernel} has no launch spec (spec'd entries: {known}); add one above it")
-        return kernel
-    if len(entries) == 1:
-        return entries[0]
-    if not entries:
-        raise _fail(
-            f"{file}: no entry has a launch spec; add a /* kernellsp ... */ block above the kernel "
-            "(the 'Add launch spec' code action drafts one)"
-        )
-    raise _fail(f"{file}: several spec'd entries ({', '.join(entries)}); pick one with --kernel")
-
-
-class _LoopDisplay:
-    """A one-line rich status for the optimize loop: round, candidate, last verdict, best speedup."""
-
-    def __init__(self, status: object | None) -> None:
-        self.status = status
-        self.best = 1.0
-        self.last = ""
-        self.cand = ""
-
-    def progress(self, message: str, _pct: float | None) -> None:
-        self._show(message)
-
-    def event(self, e: dict[str, object]) -> None:
-        kind = e.get("event")
-        if kind == "candidate":
-            self.cand = f"round {e['round']}, candidate {int(e['index']) + 1}/{e['of']} ({e['description']})"  # type: ignore[call-overload]
-        elif kind == "verdict":
-            sp = e.get("speedup")
-            self.last = f"{e['verdict']}" + (f" {sp:.3f}x" if isinstance(sp, float) else "")
-            err_console.print(f"  {self.cand}: {self.last}", markup=False, highlight=False)
-        elif kind == "champion":
-            self.best = float(e["speedup"])  # type: ignore[arg-type]
-            err_console.print(
-                f"  new champion: {e['description']} ({self.best:.3f}x over the original)", markup=False
-            )
-        elif kind == "proposer_error":
-            err_console.print(f"  {e['proposer']}: {e['message']}", markup=False)
-
-    def _show(self, message: str) -> None:
-        if self.status is not None:
-            self.status.update(f"best {self.best:.3f}x | {message}")  # type: ignore[attr-defined]
-
-
-def _print_explain(file: Path, text: str, entry: str, json_out: bool) -> None:
-    """``optimize --explain``: every recipe against the entry's kernels, matched with its binding or declined."""
-    import json
-
-    from kernellsp.optimize.propose.recipes import explain
-    from kernellsp.source.model import parse_source
-
-    rows = explain(parse_source(text, str(file)), entry)
-    if json_out:
-        typer.echo(
-            json.dumps({"path": str(file), "entry": entry, "recipes": [r.to_dict() for r in rows]}, indent=2)
-        )
-        return
-    typer.echo(f"{file}:{entry}: {sum(r.matched for r in rows)} of {len(rows)} recipe checks match")
-    for r in sorted(rows, key=lambda r: (not r.matched, r.kernel, r.recipe)):
-        where = f" on {r.kernel}" if r.kernel and r.kernel != entry else ""
-        if r.matched:
-            binding = ", ".join(f"{k}={v}" for k, v in r.binding.items())
-            typer.echo(f"  matched  {r.recipe}{where} [{r.archetype}; {', '.join(r.rules)}]: {binding}")
-        else:
-            typer.echo(f"  declined {r.recipe}{where}: {r.reason}")
-
-
 @app.command()
 def optimize(
     files: Annotated[
@@ -670,17 +411,13 @@ def optimize(
     ] = None,
 ) -> None:
     """Propose rewrites, verify each (scope, correctness, sanitizer, timing) and keep only a proven winner."""
-    import json
-    import threading
 
-    from kernellsp.build.nvcc import Cancelled
     from kernellsp.optimize.apply import ApplyError, apply_result
     from kernellsp.optimize.loop import OptimizeError, OptimizeOptions, default_proposers
-    from kernellsp.optimize.loop import optimize as run_optimize
     from kernellsp.optimize.propose.base import ProposerError
-    from kernellsp.optimize.verify.gate import VerifyError, VerifyOptions
+    from kernellsp.optimize.verify.gate import VerifyOptions
     from kernellsp.rules.engine import load_rules
-    from kernellsp.run.runner import Runner, RunnerError
+    from kernellsp.run.runner import Runner
     from kernellsp.source.spec import find_workspace_root
 
     json_out = _json_format(output_format, json_out, "optimize")
@@ -724,65 +461,14 @@ def optimize(
         min_gain_pct=settings.min_gain_pct if min_gain is None else min_gain,
         verify=VerifyOptions(seeds=seeds),
     )
-    cancel = threading.Event()
-    interactive = err_console.is_terminal and not json_out
-    try:
-        if interactive:
-            with err_console.status("optimizing…") as status:
-                disp = _LoopDisplay(status)
-                result = run_optimize(
-                    file,
-                    text,
-                    entry,
-                    runner,
-                    proposers,
-                    opts,
-                    findings,
-                    cancel=cancel,
-                    progress=disp.progress,
-                    on_event=disp.event,
-                )
-        else:
-            disp = _LoopDisplay(None)
-            result = run_optimize(
-                file,
-                text,
-                entry,
-                runner,
-                proposers,
-                opts,
-                findings,
-                cancel=cancel,
-                on_event=disp.event if not json_out else None,
-            )
-    except KeyboardInterrupt:
-        cancel.set()
-        raise _fail("interrupted: no file was changed", 130) from None
-    except Cancelled:
-        raise _fail("cancelled: no file was changed", 130) from None
-    except (OptimizeError, VerifyError, RunnerError) as exc:
-        raise _fail(str(exc)) from None
+    result = _run_optimize_loop(file, text, entry, runner, proposers, opts, findings, json_out)
     applied = None
     if apply and result.accepted:
         try:
             applied = str(apply_result(file, result))
         except ApplyError as exc:
             raise _fail(str(exc)) from None
-    if json_out:
-        summary = result.summary()
-        summary["applied_backup"] = applied
-        typer.echo(json.dumps(summary, indent=2, default=str))
-    else:
-        if result.accepted and result.final is not None:
-            typer.echo(f"{file}:{entry}: verified {result.final.message}")
-            if not apply:
-                typer.echo(result.diff())
-            else:
-                typer.echo(f"applied; backup {applied} (undo with `kernellsp revert {file}`)")
-        else:
-            why = f"{result.final.kind}: {result.final.message}" if result.final else result.stop_reason
-            typer.echo(f"{file}:{entry}: no verified improvement ({why}); the file is unchanged")
-        typer.echo(f"evidence: {result.bundle}")
+    _echo_optimize_result(file, entry, result, apply, applied, json_out)
     if html_out is not None:
         _optimize_html(html_out, file, entry, result, runner, settings)
     raise typer.Exit(0 if result.accepted else 1)
@@ -804,14 +490,13 @@ def _optimize_all(
     import threading
     import time
 
-    from kernellsp.build.nvcc import Cancelled
     from kernellsp.check import CheckError, CheckOptions, check_text, collect_files
     from kernellsp.optimize import fanout
     from kernellsp.optimize.loop import OptimizeError, OptimizeOptions, default_proposers
     from kernellsp.optimize.propose.base import ProposerError
     from kernellsp.optimize.verify.gate import VerifyOptions
     from kernellsp.rules.engine import load_rules
-    from kernellsp.run.runner import Runner, RunnerError
+    from kernellsp.run.runner import Runner
     from kernellsp.source.spec import find_workspace_root
 
     notes: list[str] = []
@@ -870,43 +555,17 @@ def _optimize_all(
                 markup=False,
             )
 
-    cancel = threading.Event()
     t0 = time.monotonic()
-    try:
-        if err_console.is_terminal and not json_out:
-            with err_console.status("optimizing…") as status:
-
-                def progress(job: Any, m: str) -> None:
-                    status.update(f"{done[0]}/{len(jobs)} done | {job.path.name}:{job.entry}: {m}")
-
-                outcomes = fanout.optimize_all(
-                    jobs,
-                    runner,
-                    lambda _j: default_proposers(settings, ruleset, proposer),
-                    options,
-                    findings,
-                    cancel,
-                    progress,
-                    on_done,
-                )
-        else:
-            outcomes = fanout.optimize_all(
-                jobs,
-                runner,
-                lambda _j: default_proposers(settings, ruleset, proposer),
-                options,
-                findings,
-                cancel,
-                None,
-                on_done,
-            )
-    except KeyboardInterrupt:
-        cancel.set()
-        raise _fail("interrupted: no file was changed", 130) from None
-    except Cancelled:
-        raise _fail("cancelled: no file was changed", 130) from None
-    except RunnerError as exc:
-        raise _fail(str(exc)) from None
+    outcomes = _run_fanout(
+        jobs,
+        runner,
+        lambda _j: default_proposers(settings, ruleset, proposer),
+        options,
+        findings,
+        on_done,
+        done,
+        json_out,
+    )
     wall = time.monotonic() - t0
     if json_out:
         typer.echo(fanout.summary_json(outcomes, wall, {"runner": runner.name}), nl=False)
@@ -916,29 +575,6 @@ def _optimize_all(
         html_out.write_text(fanout.summary_html(outcomes, f"kernellsp optimize --all ({runner.name})", wall))
         err_console.print(f"wrote {html_out}", markup=False)
     raise typer.Exit(0 if any(o.accepted for o in outcomes) else 1)
-
-
-def _optimize_html(path: Path, file: Path, entry: str, result: Any, runner: Any, settings: Settings) -> None:
-    """Profile the baseline and the winner (only the optimized entry) and write both on one page."""
-    from kernellsp.profile.ncu import ProfileError, ProfileOptions, profile_file
-    from kernellsp.report.html import Run
-    from kernellsp.run.runner import RunnerError
-
-    texts = [("baseline", result.original_text)]
-    if result.accepted:
-        texts.append(("winner", result.champion_text))
-    runs = []
-    opts = ProfileOptions.from_settings(settings, kernels=[entry])
-    for label, text in texts:
-        try:
-            runs.append(Run(label, profile_file(file, text, runner, opts), text))
-        except (ProfileError, RunnerError) as exc:
-            err_console.print(f"note: no HTML report: profiling the {label} failed: {exc}", markup=False)
-            return
-    verdict = (
-        f"verified {result.final.message}" if result.accepted and result.final else "no verified improvement"
-    )
-    _write_html(path, runs, f"kernellsp optimize: {file.name}:{entry} ({verdict})")
 
 
 @app.command()
