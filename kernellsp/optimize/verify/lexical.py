@@ -55,28 +55,12 @@ def comment_ranges(data: bytes) -> list[tuple[int, int]]:
             k = _splice_end(data, j + 1)
             nxt = data[k] if k < n else -1
             if nxt == 0x2F:  # '//'
-                m = k + 1
-                while True:
-                    m = _splice_end(data, m)
-                    if m >= n or data[m] == 0x0A:
-                        break
-                    m += 1
+                m = _line_comment_end(data, k + 1)
                 out.append((j, min(m, n)))
                 i = m
                 continue
             if nxt == 0x2A:  # '/*'
-                m = k + 1
-                end = n
-                while True:
-                    m = _splice_end(data, m)
-                    if m >= n:
-                        break
-                    if data[m] == 0x2A:
-                        p = _splice_end(data, m + 1)
-                        if p < n and data[p] == 0x2F:
-                            end = p + 1
-                            break
-                    m += 1
+                end = _block_comment_end(data, k + 1)
                 out.append((j, end))
                 i = end
                 continue
@@ -97,6 +81,30 @@ def comment_ranges(data: bytes) -> list[tuple[int, int]]:
             i = m  # an encoding prefix (u8"..", L'..') is followed by its literal, scanned next
             continue
         i = j + 1
+
+
+def _line_comment_end(data: bytes, m: int) -> int:
+    """Where a ``//`` comment whose text starts at ``m`` ends: before its newline (a splice continues it)."""
+    n = len(data)
+    while True:
+        m = _splice_end(data, m)
+        if m >= n or data[m] == 0x0A:
+            return m
+        m += 1
+
+
+def _block_comment_end(data: bytes, m: int) -> int:
+    """The end of a ``/*`` comment whose text starts at ``m``: after its ``*/``, or the end of an unterminated one."""
+    n = len(data)
+    while True:
+        m = _splice_end(data, m)
+        if m >= n:
+            return n
+        if data[m] == 0x2A:
+            p = _splice_end(data, m + 1)
+            if p < n and data[p] == 0x2F:
+                return p + 1
+        m += 1
 
 
 def _next_is_digit(data: bytes, j: int) -> bool:

@@ -210,33 +210,9 @@ def _skeleton(
     spans = [*_editable_spans(model, targets, entry), *((s, e, "device") for s, e in (cut or []))]
     spans.sort()
     data = lex.data
-    toks: list[str] = []
-    lines: list[int] = []
-    pending = ""
-    prev_end = 0
+    w = _Tokens(data)
     done_spans: set[int] = set()
     frozen_at = {r.start: r for r in frozen or []}
-
-    def gap(upto: int) -> None:
-        nonlocal pending
-        g = data[prev_end:upto]
-        if not g:
-            return
-        if g.strip():
-            emit("gap:" + g.decode("utf-8", errors="replace"), -1)
-        elif b"\n" in g:
-            pending = "\n"
-        elif pending != "\n":
-            pending = " "
-
-    def emit(tok: str, line: int) -> None:
-        nonlocal pending
-        if pending and toks:
-            toks.append(pending)
-            lines.append(line)
-        pending = ""
-        toks.append(tok)
-        lines.append(line)
 
     for leaf in _leaves(model):
         k = next(
@@ -247,33 +223,70 @@ def _skeleton(
             s, e, label = spans[k]
             if k not in done_spans:
                 done_spans.add(k)
-                gap(s)
-                if label != "device":
-                    emit(f"\x00{label}\x00", leaf.start_point[0])
-                for r in sorted((r for st, r in frozen_at.items() if s <= st < e), key=lambda r: r.start):
-                    emit(
-                        f"\x00directives of {r.label}: " + " | ".join(d.text for d in r.directives) + "\x00",
-                        leaf.start_point[0],
-                    )
-                if pending != "\n":
-                    pending = " "
-            prev_end = max(prev_end, e)
+                _emit_span(w, s, e, label, leaf.start_point[0], frozen_at)
+            w.prev_end = max(w.prev_end, e)
             continue
         if leaf.type == "comment" and lex.droppable(leaf):
-            gap(leaf.start_byte)
-            if pending != "\n":
-                pending = " "
-            prev_end = leaf.end_byte
+            w.gap(leaf.start_byte)
+            w.separate()
+            w.prev_end = leaf.end_byte
             continue
-        gap(leaf.start_byte)
+        w.gap(leaf.start_byte)
         text = data[leaf.start_byte : leaf.end_byte].decode("utf-8", errors="replace")
         if leaf.type == "preproc_arg":
             text = lex.macro_body(leaf.start_byte, leaf.end_byte)
         elif leaf.is_missing:
             text = f"<missing {leaf.type}>"
-        emit(text, leaf.start_point[0])
-        prev_end = leaf.end_byte
-    return toks, lines
+        w.emit(text, leaf.start_point[0])
+        w.prev_end = leaf.end_byte
+    return w.toks, w.lines
+
+
+class _Tokens:
+    """The skeleton being written: its tokens, their lines, and the separator pending before the next one."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.toks: list[str] = []
+        self.lines: list[int] = []
+        self.pending = ""
+        self.prev_end = 0
+
+    def gap(self, upto: int) -> None:
+        g = self.data[self.prev_end : upto]
+        if not g:
+            return
+        if g.strip():
+            self.emit("gap:" + g.decode("utf-8", errors="replace"), -1)
+        elif b"\n" in g:
+            self.pending = "\n"
+        elif self.pending != "\n":
+            self.pending = " "
+
+    def emit(self, tok: str, line: int) -> None:
+        if self.pending and self.toks:
+            self.toks.append(self.pending)
+            self.lines.append(line)
+        self.pending = ""
+        self.toks.append(tok)
+        self.lines.append(line)
+
+    def separate(self) -> None:
+        if self.pending != "\n":
+            self.pending = " "
+
+
+def _emit_span(w: _Tokens, s: int, e: int, label: str, line: int, frozen_at: dict[int, _Region]) -> None:
+    """An editable span, once: its marker (none for device helpers) and the directives of frozen regions in it."""
+    w.gap(s)
+    if label != "device":
+        w.emit(f"\x00{label}\x00", line)
+    for r in sorted((r for st, r in frozen_at.items() if s <= st < e), key=lambda r: r.start):
+        w.emit(
+            f"\x00directives of {r.label}: " + " | ".join(d.text for d in r.directives) + "\x00",
+            line,
+        )
+    w.separate()
 
 
 def _first_difference(a: list[str], b: list[str], b_lines: list[int]) -> int | None:
@@ -508,25 +521,9 @@ def check_scope(
             f"the candidate does not parse (syntax error at line {e.start_line + 1})", e.start_line
         )
     for name in tset:
-        bf, cf = bm.function(name), cm.function(name)
-        if bf is None:
-            return ScopeResult.violation(f"{name} is not defined in the baseline")
-        if cf is None or not cf.has_body:
-            return ScopeResult.violation(f"the candidate removed or renamed {name}")
-        if bf.kind != cf.kind:
-            return ScopeResult.violation(
-                f"the candidate changed {name} from {bf.kind} to {cf.kind}", cf.span.start_line
-            )
-        if _normalise_signature(bf) != _normalise_signature(cf):
-            return ScopeResult.violation(
-                f"the candidate changed the signature of {name} (names, types or order of parameters); only const, "
-                "__restrict__ and __launch_bounds__ may change",
-                cf.span.start_line,
-            )
-        if (bf.template_params or "") != (cf.template_params or ""):
-            return ScopeResult.violation(
-                f"the candidate changed the template parameters of {name}", cf.span.start_line
-            )
+        bad = _target_violation(bm, cm, name)
+        if bad is not None:
+            return bad
     blex, clex = _Lex.of(bm), _Lex.of(cm)
     bad, cut = _added_includes(bm, cm, tset, entry)
     if bad is not None:
@@ -566,6 +563,43 @@ def check_scope(
             "changes what the code after it sees, so its directives stay as written, in order",
             line,
         )
+    bad = _persistent_local_violation(bm, cm, tset)
+    if bad is not None:
+        return bad
+    # Host-side functions must not have become device functions or vice versa (covered by the skeleton),
+    # and a target kernel may not be turned into a host launcher (covered by kind). Now the specs.
+    bad = _spec_violation(bm, cm, tset, entry)
+    if bad is not None:
+        return bad
+    return ScopeResult(True)
+
+
+def _target_violation(bm: SourceModel, cm: SourceModel, name: str) -> ScopeResult | None:
+    """A targeted function the candidate removed, or whose kind, signature or template parameters changed."""
+    bf, cf = bm.function(name), cm.function(name)
+    if bf is None:
+        return ScopeResult.violation(f"{name} is not defined in the baseline")
+    if cf is None or not cf.has_body:
+        return ScopeResult.violation(f"the candidate removed or renamed {name}")
+    if bf.kind != cf.kind:
+        return ScopeResult.violation(
+            f"the candidate changed {name} from {bf.kind} to {cf.kind}", cf.span.start_line
+        )
+    if _normalise_signature(bf) != _normalise_signature(cf):
+        return ScopeResult.violation(
+            f"the candidate changed the signature of {name} (names, types or order of parameters); only const, "
+            "__restrict__ and __launch_bounds__ may change",
+            cf.span.start_line,
+        )
+    if (bf.template_params or "") != (cf.template_params or ""):
+        return ScopeResult.violation(
+            f"the candidate changed the template parameters of {name}", cf.span.start_line
+        )
+    return None
+
+
+def _persistent_local_violation(bm: SourceModel, cm: SourceModel, tset: set[str]) -> ScopeResult | None:
+    """A function-scope static/extern variable the candidate added to an editable region."""
     known = {d for d, _, _ in _persistent_locals(bm, tset)}
     for decl, label, line in _persistent_locals(cm, tset):
         if decl in known:
@@ -576,8 +610,13 @@ def check_scope(
             "or a non-static constexpr",
             line,
         )
-    # Host-side functions must not have become device functions or vice versa (covered by the skeleton),
-    # and a target kernel may not be turned into a host launcher (covered by kind). Now the specs.
+    return None
+
+
+def _spec_violation(
+    bm: SourceModel, cm: SourceModel, tset: set[str], entry: str | None
+) -> ScopeResult | None:
+    """A launch spec the candidate added or removed, or a change of a spec beyond its structured fields."""
     bcount = Counter(b.entry for b in specmod.specs_from_source(bm)[0])
     ccount = Counter(b.entry for b in specmod.specs_from_source(cm)[0])
     for name in sorted(ccount):
@@ -596,7 +635,7 @@ def check_scope(
         r = check_spec_change(bspec.spec, cspec.spec)
         if not r.ok:
             return r
-    return ScopeResult(True)
+    return None
 
 
 def check_spec_change(base: specmod.KernelSpec, cand: specmod.KernelSpec) -> ScopeResult:
