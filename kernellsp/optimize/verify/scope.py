@@ -37,6 +37,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kernellsp.optimize.verify import lexical
+from kernellsp.optimize.verify.skeleton import (
+    Lex,
+    Region,
+    editable_spans,
+    first_difference,
+    regions_of,
+    skeleton,
+)
 from kernellsp.source import spec as specmod
 from kernellsp.source.model import Function, SourceModel, parse_source
 
@@ -83,222 +91,6 @@ def _normalise_signature(fn: Function) -> tuple[str, tuple[tuple[str, str, bool]
     return fn.name, params
 
 
-def _editable_spans(
-    model: SourceModel, targets: set[str], entry: str | None = None
-) -> list[tuple[int, int, str]]:
-    """Byte ranges (start, end, label) that may differ: target kernels, device helpers, target specs."""
-    spans: list[tuple[int, int, str]] = []
-    for fn in model.functions:
-        outer = fn.outer_span or fn.span
-        if fn.kind == "global" and fn.name in targets and fn.has_body:
-            spans.append((outer.start_byte, outer.end_byte, f"kernel:{fn.name}"))
-        elif fn.kind in ("device",):
-            spans.append((outer.start_byte, outer.end_byte, "device"))
-    bound, _ = specmod.specs_from_source(model)
-    for b in bound:
-        if (b.entry in targets or b.entry == entry) and b.block is not None:
-            spans.append((b.block.span.start_byte, b.block.span.end_byte, f"spec:{b.entry}"))
-    spans.sort()
-    merged: list[tuple[int, int, str]] = []
-    for s in spans:
-        if merged and s[0] < merged[-1][1]:
-            prev = merged[-1]
-            merged[-1] = (prev[0], max(prev[1], s[1]), prev[2])
-        else:
-            merged.append(s)
-    return merged
-
-
-@dataclass
-class _Lex:
-    """A file's bytes, the comments the preprocessor sees, and the parse-tree comments it confirms."""
-
-    data: bytes
-    comments: list[tuple[int, int]]
-    confirmed: set[tuple[int, int]]
-    spec_spans: list[tuple[int, int]]
-
-    @classmethod
-    def of(cls, model: SourceModel) -> _Lex:
-        data = model.text.encode("utf-8", errors="replace")
-        comments = lexical.comment_ranges(data)
-        return cls(
-            data, comments, set(comments), [(b.span.start_byte, b.span.end_byte) for b in model.spec_blocks]
-        )
-
-    def macro_body(self, start: int, end: int) -> str:
-        """A macro's replacement text (the parser keeps a ``//`` comment in it): comments and the blanks around
-        them become one space, ends stripped. Other whitespace stays (it may sit inside a string literal)."""
-        body = bytearray(self.data[start:end])
-        for cs, ce in self.comments:
-            if ce > start and cs < end:
-                a, b = max(cs, start) - start, min(ce, end) - start
-                body[a:b] = b"\x00" * (b - a)
-        text = re.sub(rb"[ \t]*\x00+[ \t]*", b" ", bytes(body)).strip()
-        return text.decode("utf-8", errors="replace")
-
-    def droppable(self, node: Node) -> bool:
-        """A comment node that is really a comment (confirmed by the lexical scan) and not part of a spec block."""
-        if (node.start_byte, node.end_byte) not in self.confirmed:
-            return False
-        return not any(s <= node.start_byte and node.end_byte <= e for s, e in self.spec_spans)
-
-
-@dataclass
-class _Region:
-    """One editable function and the directives in it."""
-
-    label: str  # kernel:NAME or device (helpers are pooled: they may be split, merged, renamed)
-    name: str
-    start: int
-    end: int
-    directives: list[lexical.Directive]
-
-    @property
-    def frozen(self) -> bool:
-        """Its directives change what later code sees, so they stay as written (and where they are)."""
-        return any(not d.conditional for d in self.directives) or not lexical.conditionals_balance(
-            self.directives
-        )
-
-
-def _regions(model: SourceModel, targets: set[str], lex: _Lex) -> list[_Region]:
-    out: list[_Region] = []
-    for fn in model.functions:
-        outer = fn.outer_span or fn.span
-        if fn.kind == "global" and fn.name in targets and fn.has_body:
-            label = f"kernel:{fn.name}"
-        elif fn.kind == "device":
-            label = "device"
-        else:
-            continue
-        found = lexical.directives(lex.data, outer.start_byte, outer.end_byte, lex.comments, outer.start_line)
-        out.append(_Region(label, fn.name, outer.start_byte, outer.end_byte, found))
-    return out
-
-
-def _leaves(model: SourceModel) -> list[Node]:
-    if model.tree is None:
-        return []
-    found: list[Node] = []
-    stack = [model.tree.root_node]
-    while stack:
-        node = stack.pop()
-        if node.child_count == 0:
-            found.append(node)
-        else:
-            stack.extend(reversed(node.children))
-    return found
-
-
-def _skeleton(
-    model: SourceModel,
-    targets: set[str],
-    lex: _Lex,
-    entry: str | None = None,
-    cut: list[tuple[int, int]] | None = None,
-    frozen: list[_Region] | None = None,
-) -> tuple[list[str], list[int]]:
-    """The file outside its editable regions as tokens, with the 0-based line of each.
-
-    Tokens are the parse tree's leaves, so whitespace and comments (confirmed ones, spec blocks
-    excepted) do not count; between two tokens stands ``"\\n"`` when a line ends there (directives end
-    at line ends), ``" "`` for other separation. A targeted kernel or spec stands as one marker; device
-    helpers and the ``cut`` ranges (allowed new includes) vanish. ``frozen`` regions put their directive
-    list in the skeleton where they are, so those directives cannot move across host code or change.
-    """
-    spans = [*_editable_spans(model, targets, entry), *((s, e, "device") for s, e in (cut or []))]
-    spans.sort()
-    data = lex.data
-    w = _Tokens(data)
-    done_spans: set[int] = set()
-    frozen_at = {r.start: r for r in frozen or []}
-
-    for leaf in _leaves(model):
-        k = next(
-            (i for i, (s, e, _) in enumerate(spans) if s <= leaf.start_byte and leaf.end_byte <= e and s < e),
-            None,
-        )
-        if k is not None:
-            s, e, label = spans[k]
-            if k not in done_spans:
-                done_spans.add(k)
-                _emit_span(w, s, e, label, leaf.start_point[0], frozen_at)
-            w.prev_end = max(w.prev_end, e)
-            continue
-        if leaf.type == "comment" and lex.droppable(leaf):
-            w.gap(leaf.start_byte)
-            w.separate()
-            w.prev_end = leaf.end_byte
-            continue
-        w.gap(leaf.start_byte)
-        text = data[leaf.start_byte : leaf.end_byte].decode("utf-8", errors="replace")
-        if leaf.type == "preproc_arg":
-            text = lex.macro_body(leaf.start_byte, leaf.end_byte)
-        elif leaf.is_missing:
-            text = f"<missing {leaf.type}>"
-        w.emit(text, leaf.start_point[0])
-        w.prev_end = leaf.end_byte
-    return w.toks, w.lines
-
-
-class _Tokens:
-    """The skeleton being written: its tokens, their lines, and the separator pending before the next one."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.toks: list[str] = []
-        self.lines: list[int] = []
-        self.pending = ""
-        self.prev_end = 0
-
-    def gap(self, upto: int) -> None:
-        g = self.data[self.prev_end : upto]
-        if not g:
-            return
-        if g.strip():
-            self.emit("gap:" + g.decode("utf-8", errors="replace"), -1)
-        elif b"\n" in g:
-            self.pending = "\n"
-        elif self.pending != "\n":
-            self.pending = " "
-
-    def emit(self, tok: str, line: int) -> None:
-        if self.pending and self.toks:
-            self.toks.append(self.pending)
-            self.lines.append(line)
-        self.pending = ""
-        self.toks.append(tok)
-        self.lines.append(line)
-
-    def separate(self) -> None:
-        if self.pending != "\n":
-            self.pending = " "
-
-
-def _emit_span(w: _Tokens, s: int, e: int, label: str, line: int, frozen_at: dict[int, _Region]) -> None:
-    """An editable span, once: its marker (none for device helpers) and the directives of frozen regions in it."""
-    w.gap(s)
-    if label != "device":
-        w.emit(f"\x00{label}\x00", line)
-    for r in sorted((r for st, r in frozen_at.items() if s <= st < e), key=lambda r: r.start):
-        w.emit(
-            f"\x00directives of {r.label}: " + " | ".join(d.text for d in r.directives) + "\x00",
-            line,
-        )
-    w.separate()
-
-
-def _first_difference(a: list[str], b: list[str], b_lines: list[int]) -> int | None:
-    """The candidate's 0-based line where the token lists first differ."""
-    for i, (x, y) in enumerate(zip(a, b, strict=False)):
-        if x != y:
-            return next((ln for ln in b_lines[i:] if ln >= 0), None)
-    if len(a) == len(b):
-        return None
-    return next((ln for ln in b_lines[len(a) :] if ln >= 0), b_lines[-1] if b_lines else None)
-
-
 def _include_nodes(model: SourceModel) -> list[Node]:
     if model.tree is None:
         return []
@@ -341,7 +133,7 @@ def _added_includes(
     cdata = cm.text.encode("utf-8", errors="replace")
 
     def outside(model: SourceModel, nodes: list[Node]) -> list[Node]:
-        spans = _editable_spans(model, targets, entry)
+        spans = editable_spans(model, targets, entry)
         return [n for n in nodes if not any(s <= n.start_byte < e for s, e, _ in spans)]
 
     have = Counter(_include_text(n, bdata)[0] for n in outside(bm, _include_nodes(bm)))
@@ -397,7 +189,7 @@ def _added_includes(
     return None, cut
 
 
-def _directive_violation(bregions: list[_Region], cregions: list[_Region]) -> ScopeResult | None:
+def _directive_violation(bregions: list[Region], cregions: list[Region]) -> ScopeResult | None:
     """New directives (or changed text) in the candidate's editable functions; unbalanced conditionals."""
     have: dict[str, Counter[str]] = {}
     for r in bregions:
@@ -432,7 +224,7 @@ def _directive_violation(bregions: list[_Region], cregions: list[_Region]) -> Sc
 
 
 def _pragma_operator_violation(
-    model: SourceModel, regions: list[_Region], lex: _Lex, base_ops: Counter[str]
+    model: SourceModel, regions: list[Region], lex: Lex, base_ops: Counter[str]
 ) -> ScopeResult | None:
     """``_Pragma("...")`` in an editable function: like ``#pragma``, only code-generation pragmas are new-able."""
     for r in regions:
@@ -458,7 +250,7 @@ def _editable_nodes(
     found: list[tuple[str, str, int]] = []
     if model.tree is None:
         return found
-    spans = _editable_spans(model, targets)
+    spans = editable_spans(model, targets)
     data = model.text.encode("utf-8", errors="replace")
     stack = [model.tree.root_node]
     while stack:
@@ -524,11 +316,11 @@ def check_scope(
         bad = _target_violation(bm, cm, name)
         if bad is not None:
             return bad
-    blex, clex = _Lex.of(bm), _Lex.of(cm)
+    blex, clex = Lex.of(bm), Lex.of(cm)
     bad, cut = _added_includes(bm, cm, tset, entry)
     if bad is not None:
         return bad
-    bregions, cregions = _regions(bm, tset, blex), _regions(cm, tset, clex)
+    bregions, cregions = regions_of(bm, tset, blex), regions_of(cm, tset, clex)
     bad = _directive_violation(bregions, cregions)
     if bad is not None:
         return bad
@@ -539,10 +331,10 @@ def check_scope(
     if bad is not None:
         return bad
     # Kernels outside the targets and host code must be the same token for token: compare skeletons.
-    bs, _ = _skeleton(bm, tset, blex, entry)
-    cs, clines = _skeleton(cm, tset, clex, entry, cut)
+    bs, _ = skeleton(bm, tset, blex, entry)
+    cs, clines = skeleton(cm, tset, clex, entry, cut)
     if bs != cs:
-        line = _first_difference(bs, cs, clines)
+        line = first_difference(bs, cs, clines)
         return ScopeResult.violation(
             "the candidate changes code outside the targeted kernels and their __device__ helpers "
             "(host code, includes, macros, other kernels or another spec; first difference at line "
@@ -552,10 +344,10 @@ def check_scope(
     # Directives that change what later code sees stay where they are, in order, as written.
     bfrozen = [r for r in bregions if r.frozen]
     cfrozen = [r for r in cregions if r.frozen]
-    bs, _ = _skeleton(bm, tset, blex, entry, frozen=bfrozen)
-    cs, clines = _skeleton(cm, tset, clex, entry, cut, frozen=cfrozen)
+    bs, _ = skeleton(bm, tset, blex, entry, frozen=bfrozen)
+    cs, clines = skeleton(cm, tset, clex, entry, cut, frozen=cfrozen)
     if bs != cs:
-        line = _first_difference(bs, cs, clines)
+        line = first_difference(bs, cs, clines)
         labels = sorted({r.label for r in bfrozen + cfrozen})
         return ScopeResult.violation(
             f"the candidate moves, reorders or deletes preprocessor directives in {', '.join(labels)} that the baseline "
