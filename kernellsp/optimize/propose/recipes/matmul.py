@@ -103,26 +103,10 @@ def match(ctx: RecipeContext) -> Match | Decline:
 def classify(ctx: RecipeContext, p: Product) -> Gemm | str:
     """Read the GEMM binding off the analysed product, or say why it is not a matrix-matrix product."""
     f0, f1, st = p.factors[0], p.factors[1], p.store
-    for c in p.coords:
-        if not p.moves(st, c.name):
-            return f"the output does not move with {c.origin}: several threads would write one element"
-    # A batch coordinate is known by where it comes from (an outer loop, blockIdx.z): a batch that only
-    # one operand moves with (a shared B) would otherwise look like a second row coordinate.
-    known = [c for c in p.coords if is_batch(p, c)]
-    rows = [c for c in p.coords if c not in known and p.moves(f0, c.name) and not p.moves(f1, c.name)]
-    cols = [c for c in p.coords if c not in known and p.moves(f1, c.name) and not p.moves(f0, c.name)]
-    batch = [c for c in p.coords if c not in rows and c not in cols]
-    if not rows or not cols:
-        return (
-            "one factor moves with no output coordinate of its own: a matrix-vector product (matvec recipe), "
-            "not a matrix-matrix product"
-        )
-    if len(rows) > 1 or len(cols) > 1:
-        return "an operand moves with two output coordinates (a tensor contraction, not a matrix product)"
-    if len(batch) > 1:
-        return "more than one batch coordinate"
-    ci, cj = rows[0], cols[0]
-    cb = batch[0] if batch else None
+    roles = _roles(p)
+    if isinstance(roles, str):
+        return roles
+    ci, cj, cb = roles
     for t in (f0, f1, st):
         ct = ctx.ctype(t.access.base)
         if ct != "float":
@@ -164,7 +148,35 @@ def classify(ctx: RecipeContext, p: Product) -> Gemm | str:
         init=init,
         batch=cb.extent.c_text() if cb else None,
     )
-    g = Gemm(binding, None, None, None)
+    return _with_launch(ctx, Gemm(binding, None, None, None), ci, cj, cb)
+
+
+def _roles(p: Product) -> tuple[ms.Coord, ms.Coord, ms.Coord | None] | str:
+    """The row coordinate (A's own), the column coordinate (B's own) and the batch coordinate, if any."""
+    f0, f1, st = p.factors[0], p.factors[1], p.store
+    for c in p.coords:
+        if not p.moves(st, c.name):
+            return f"the output does not move with {c.origin}: several threads would write one element"
+    # A batch coordinate is known by where it comes from (an outer loop, blockIdx.z): a batch that only
+    # one operand moves with (a shared B) would otherwise look like a second row coordinate.
+    known = [c for c in p.coords if is_batch(p, c)]
+    rows = [c for c in p.coords if c not in known and p.moves(f0, c.name) and not p.moves(f1, c.name)]
+    cols = [c for c in p.coords if c not in known and p.moves(f1, c.name) and not p.moves(f0, c.name)]
+    batch = [c for c in p.coords if c not in rows and c not in cols]
+    if not rows or not cols:
+        return (
+            "one factor moves with no output coordinate of its own: a matrix-vector product (matvec recipe), "
+            "not a matrix-matrix product"
+        )
+    if len(rows) > 1 or len(cols) > 1:
+        return "an operand moves with two output coordinates (a tensor contraction, not a matrix product)"
+    if len(batch) > 1:
+        return "more than one batch coordinate"
+    return rows[0], cols[0], (batch[0] if batch else None)
+
+
+def _with_launch(ctx: RecipeContext, g: Gemm, ci: ms.Coord, cj: ms.Coord, cb: ms.Coord | None) -> Gemm | str:
+    """``g`` with the host launch's block (host launchers) or the spec's M, N and batch counts."""
     if ctx.host_launched:
         dims = ms.block_dims(ctx)
         if dims is None:

@@ -36,7 +36,7 @@ from kernellsp.optimize.propose.recipes.base import (
     signature_text,
 )
 from kernellsp.source import spec as specmod
-from kernellsp.source.ir import Access, Poly
+from kernellsp.source.ir import Access, KernelIR, Poly
 from kernellsp.source.ir.control import _strip_parens
 
 NAME = "transpose-tiled"
@@ -68,30 +68,10 @@ class Transpose:
 
 def match(ctx: RecipeContext) -> Match | Decline:
     ir = ctx.ir
-    if ir.barriers or ir.atomics or ir.warp_ops:
-        return Decline(
-            "the kernel synchronises or uses atomics/warp primitives: not a plain permutation copy"
-        )
-    if any(v.shared for v in ir.locals.values()):
-        return Decline("the kernel already uses shared memory")
-    stores = ir.stores()
-    loads = ir.loads()
-    if len(stores) != 1 or len(loads) != 1 or stores[0].kind != "store":
-        return Decline(
-            f"a permutation copy has one load and one store; this kernel has {len(loads)} load(s) and "
-            f"{len(stores)} store(s)"
-        )
-    st, ld = stores[0], loads[0]
-    if st.base == ld.base:
-        return Decline(f"{st.base} is both read and written (in-place permutation)")
-    if not _is_copy(ir, st, ld):
-        return Decline(f"the store to {st.base} is not a plain copy of the load from {ld.base}")
-    if ctx.ctype(st.base) != ctx.ctype(ld.base):
-        return Decline(
-            f"{ld.base} and {st.base} have different element types: a conversion, not a permutation"
-        )
-    if any(not g.exact for g in st.guards):
-        return Decline("a guard of the store is not a conjunction of comparisons")
+    copy = _the_copy(ctx)
+    if isinstance(copy, str):
+        return Decline(copy)
+    st, ld = copy
     si, di = ms.access_index(ir, ld), ms.access_index(ir, st)
     if si is None or di is None:
         return Decline("an index of the copy is not integer arithmetic on the thread's coordinates")
@@ -103,25 +83,11 @@ def match(ctx: RecipeContext) -> Match | Decline:
     unused = _unused_guards(ir, conds, got, loop_vars)
     if unused:
         return Decline(f"the store is guarded by `{unused}`, which is not a bounds check on a coordinate")
-    coords = got
-    a = next((c for c in coords.coords if coords.polys[0].coeff(c.name) == Poly.const(1)), None)
-    b = next((c for c in coords.coords if coords.polys[1].coeff(c.name) == Poly.const(1)), None)
-    if a is None or b is None:
-        side = ld.base if a is None else st.base
-        return Decline(f"{side} is not contiguous along any coordinate of the thread's point")
-    if a.name == b.name:
-        return Decline(
-            f"{ld.base} and {st.base} are contiguous along the same coordinate: a copy, not a transpose"
-        )
-    coords, _ = ms.fold(coords, a.name, [0, 1])
-    coords, _ = ms.fold(coords, b.name, [0, 1])
-    a, b = coords.coord(a.name), coords.coord(b.name)
+    axes = _contiguous_axes(ir, got, st, ld)
+    if isinstance(axes, str):
+        return Decline(axes)
+    coords, a, b = axes
     batch = [c for c in coords.coords if c.name not in (a.name, b.name)]
-    params = {p.name for p in ir.params if not p.is_pointer}
-    for p in (coords.polys[0], coords.polys[1], *(c.extent for c in coords.coords)):
-        free = sorted(s for s in p.symbols() if not s.startswith("@") and s not in params)
-        if free:
-            return Decline(f"an index or extent uses {free[0]}, which is not a scalar parameter")
     elem = ctx.elem_bytes(ld.base)
     if elem is None:
         return Decline(f"the element size of {ld.base} is unknown (no spec dtype)")
@@ -147,6 +113,54 @@ def match(ctx: RecipeContext) -> Match | Decline:
     if batch:
         binding["batch"] = ", ".join(f"{c.origin} < {c.extent}" for c in batch)
     return Match(binding, t)
+
+
+def _the_copy(ctx: RecipeContext) -> tuple[Access, Access] | str:
+    """The kernel's one store and one load, a plain copy between two buffers of one element type."""
+    ir = ctx.ir
+    if ir.barriers or ir.atomics or ir.warp_ops:
+        return "the kernel synchronises or uses atomics/warp primitives: not a plain permutation copy"
+    if any(v.shared for v in ir.locals.values()):
+        return "the kernel already uses shared memory"
+    stores = ir.stores()
+    loads = ir.loads()
+    if len(stores) != 1 or len(loads) != 1 or stores[0].kind != "store":
+        return (
+            f"a permutation copy has one load and one store; this kernel has {len(loads)} load(s) and "
+            f"{len(stores)} store(s)"
+        )
+    st, ld = stores[0], loads[0]
+    if st.base == ld.base:
+        return f"{st.base} is both read and written (in-place permutation)"
+    if not _is_copy(ir, st, ld):
+        return f"the store to {st.base} is not a plain copy of the load from {ld.base}"
+    if ctx.ctype(st.base) != ctx.ctype(ld.base):
+        return f"{ld.base} and {st.base} have different element types: a conversion, not a permutation"
+    if any(not g.exact for g in st.guards):
+        return "a guard of the store is not a conjunction of comparisons"
+    return st, ld
+
+
+def _contiguous_axes(
+    ir: KernelIR, coords: ms.Coords, st: Access, ld: Access
+) -> tuple[ms.Coords, ms.Coord, ms.Coord] | str:
+    """The coordinates (folded) with the one the input is contiguous along and the one the output is."""
+    a = next((c for c in coords.coords if coords.polys[0].coeff(c.name) == Poly.const(1)), None)
+    b = next((c for c in coords.coords if coords.polys[1].coeff(c.name) == Poly.const(1)), None)
+    if a is None or b is None:
+        side = ld.base if a is None else st.base
+        return f"{side} is not contiguous along any coordinate of the thread's point"
+    if a.name == b.name:
+        return f"{ld.base} and {st.base} are contiguous along the same coordinate: a copy, not a transpose"
+    coords, _ = ms.fold(coords, a.name, [0, 1])
+    coords, _ = ms.fold(coords, b.name, [0, 1])
+    a, b = coords.coord(a.name), coords.coord(b.name)
+    params = {p.name for p in ir.params if not p.is_pointer}
+    for p in (coords.polys[0], coords.polys[1], *(c.extent for c in coords.coords)):
+        free = sorted(s for s in p.symbols() if not s.startswith("@") and s not in params)
+        if free:
+            return f"an index or extent uses {free[0]}, which is not a scalar parameter"
+    return coords, a, b
 
 
 def points(ctx: RecipeContext, m: Match) -> list[dict[str, Any]]:
