@@ -143,6 +143,30 @@ def solve_coordinates(
         coords.append(Coord(name, u, str(g), pivot if g == Poly.sym(pivot) else None))
         used.append(ci)
     # Digits: n / d and n % d over one coordinate n.
+    got = _split_digits(ir, coords, work, atoms, loop_vars)
+    if isinstance(got, str):
+        return got
+    work = got
+    names = {c.name for c in coords}
+    for p in work:
+        left = sorted(s for s in p.symbols() if s not in names and varying(ir, Poly.sym(s), loop_vars))
+        if left:
+            return f"the index depends on {left[0]}, which no bounds check turns into a coordinate"
+        split = p.split(names)
+        if split is None or any(v.depends_on(names) for v in split[0].values()):
+            return "an index is not linear in the thread's coordinates"
+    return Coords(coords, work, used)
+
+
+def _split_digits(
+    ir: KernelIR,
+    coords: list[Coord],
+    work: list[Poly],
+    atoms: dict[str, tuple[str, Poly, Poly]],
+    loop_vars: set[str],
+) -> list[Poly] | str:
+    """Split each coordinate ``n`` that a pair ``n / d``, ``n % d`` reads into its two digits (``coords`` is
+    updated in place): ``work`` rewritten over them, or why the bound does not split."""
     for k, (op, num, den) in list(atoms.items()):
         if op != "/":
             continue
@@ -161,15 +185,7 @@ def solve_coordinates(
             Coord(qn, q_ext, f"({target.origin}) / {den}"),
             Coord(rn, den, f"({target.origin}) % {den}"),
         ]
-    names = {c.name for c in coords}
-    for p in work:
-        left = sorted(s for s in p.symbols() if s not in names and varying(ir, Poly.sym(s), loop_vars))
-        if left:
-            return f"the index depends on {left[0]}, which no bounds check turns into a coordinate"
-        split = p.split(names)
-        if split is None or any(v.depends_on(names) for v in split[0].values()):
-            return "an index is not linear in the thread's coordinates"
-    return Coords(coords, work, used)
+    return work
 
 
 def _pivot(g: Poly, prefixes: tuple[str, ...] = (), names: set[str] | None = None) -> str | None:

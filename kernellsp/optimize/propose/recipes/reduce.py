@@ -47,7 +47,7 @@ from kernellsp.optimize.propose.recipes.base import (
     replace_nodes,
 )
 from kernellsp.source import spec as specmod
-from kernellsp.source.ir import THREAD_SYMBOLS, Accumulation, Poly, conjuncts, walk
+from kernellsp.source.ir import THREAD_SYMBOLS, Accumulation, KernelIR, Loop, Poly, conjuncts, walk
 
 NAME = "reduce-block"
 ARCHETYPE = "reduce"
@@ -307,30 +307,9 @@ def _match_serial(ctx: RecipeContext) -> Match | Decline:
     if not accs:
         return Decline("the loop accumulates nothing (`acc += x[i]`, `fmaxf`, `if (x[i] > best) {...}`)")
     names = {a.var for a in accs} | {c for a in accs for c in a.companions}
-    types: dict[str, str] = {}
-    for a in accs:
-        var = ir.locals.get(a.var)
-        if var is None or not any(var.decl == s for s in pre):
-            return Decline(f"the accumulator {a.var} is not declared before the loop")
-        t = var.ctype.replace("const ", "").strip()
-        if t not in _INT_TYPES and t not in _FLOAT_TYPES:
-            return Decline(f"the accumulator {a.var} has type {t}")
-        types[a.var] = t
-        if a.op not in ("sum", "max", "min"):
-            return Decline(f"{a.var} accumulates with {a.op}")
-        if a.negated:
-            return Decline(f"{a.var} subtracts its elements")
-        if a.op == "sum" and lp.start.value != 0:
-            return Decline(
-                "the loop starts at element 1 with a sum: spreading it would count the initial value twice"
-            )
-        for comp, value in a.companions.items():
-            if value.strip() != lp.var:
-                return Decline(f"{comp} records {value}, not the element index {lp.var}")
-            cvar = ir.locals.get(comp)
-            if cvar is None or not any(cvar.decl == s for s in pre):
-                return Decline(f"{comp} is not declared before the loop")
-            types[comp] = cvar.ctype.replace("const ", "").strip()
+    types = _serial_types(ir, accs, pre, lp)
+    if isinstance(types, Decline):
+        return types
     body = (
         [c for c in lp.body.named_children if c.type != "comment"]
         if lp.body is not None and lp.body.type == "compound_statement"
@@ -370,6 +349,39 @@ def _match_serial(ctx: RecipeContext) -> Match | Decline:
         "launch": "spec launch field (one block)",
     }
     return Match(binding, _Serial(el, accs, pre, post, lp.var, types))
+
+
+def _serial_types(
+    ir: KernelIR, accs: list[Accumulation], pre: list[Any], lp: Loop
+) -> dict[str, str] | Decline:
+    """The C type of every accumulator and index companion of the serial loop (declared before it, of a
+    type and an operator the block tree combines), or why one does not fit."""
+    assert lp.start is not None and lp.var is not None  # _match_serial made sure
+    types: dict[str, str] = {}
+    for a in accs:
+        var = ir.locals.get(a.var)
+        if var is None or not any(var.decl == s for s in pre):
+            return Decline(f"the accumulator {a.var} is not declared before the loop")
+        t = var.ctype.replace("const ", "").strip()
+        if t not in _INT_TYPES and t not in _FLOAT_TYPES:
+            return Decline(f"the accumulator {a.var} has type {t}")
+        types[a.var] = t
+        if a.op not in ("sum", "max", "min"):
+            return Decline(f"{a.var} accumulates with {a.op}")
+        if a.negated:
+            return Decline(f"{a.var} subtracts its elements")
+        if a.op == "sum" and lp.start.value != 0:
+            return Decline(
+                "the loop starts at element 1 with a sum: spreading it would count the initial value twice"
+            )
+        for comp, value in a.companions.items():
+            if value.strip() != lp.var:
+                return Decline(f"{comp} records {value}, not the element index {lp.var}")
+            cvar = ir.locals.get(comp)
+            if cvar is None or not any(cvar.decl == s for s in pre):
+                return Decline(f"{comp} is not declared before the loop")
+            types[comp] = cvar.ctype.replace("const ", "").strip()
+    return types
 
 
 def _generate_serial(ctx: RecipeContext, sm: _Serial, params: dict[str, Any]) -> Rewrite:
