@@ -29,7 +29,8 @@ from typing import Any
 from kernellsp.optimize.propose.recipes import _gemm_codegen as cg
 from kernellsp.optimize.propose.recipes import _memshape as ms
 from kernellsp.optimize.propose.recipes._elementwise.launch import spec_expr
-from kernellsp.optimize.propose.recipes._product import Product, Term, analyse, is_batch
+from kernellsp.optimize.propose.recipes._product.analysis import analyse
+from kernellsp.optimize.propose.recipes._product.model import Product, Term, is_batch
 from kernellsp.optimize.propose.recipes.base import (
     Decline,
     Match,

@@ -1,109 +1,19 @@
-"""Shared analysis of the matrix-product recipes (matmul, matvec): one dot product per output.
-
-A naive product kernel gives each thread one output element (one point ``(i, j)`` of C, or one ``i``
-of y), and computes it as ``acc = init; for (k = 0; k < K; ++k) acc += X[..k..] * Y[..k..];
-out[..] = f(acc, out[..])``. :func:`analyse` finds exactly that shape on the kernel IR, whatever the
-spelling of the thread-to-output mapping (2-D launch either way round, a 1-D launch split with ``/``
-and ``%``, a 1-D block split into rows and columns, ``blockIdx.z`` or an outer loop over a batch), and
-rewrites every index over the output's coordinates (:mod:`._memshape`'s ``solve_coordinates``),
-the reduction variable ``k`` and the batch variable. The recipes read layouts and strides off those
-polynomials. It declines, with the reason, when anything else happens in the kernel: another store,
-a second accumulation, a barrier or atomic, a call outside the output expression, a guard that is
-not a bounds check, a non-affine index, a loop that is not ``k = 0 .. K-1`` step 1.
-
-The output expression ``f`` and the initial value keep the user's own text, with ``{acc}`` for the
-sum, ``{c}`` for the output's old value and ``{i}``/``{j}`` for the row and column inside reads of
-other arrays (a bias ``b[j]``), so the generated kernel computes exactly what the naive one did.
-"""
+"""The product analysis: one dot product per output, read off the kernel IR in named steps."""
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from kernellsp.optimize.propose.recipes import _memshape as ms
+from kernellsp.optimize.propose.recipes._product.macros import (
+    _function_macros,
+    _in_subscript_index,
+    _macro_index,
+)
+from kernellsp.optimize.propose.recipes._product.model import PURE_CALLS, Product, Term
 from kernellsp.optimize.propose.recipes.base import RecipeContext
 from kernellsp.source.ir import Access, Accumulation, Cond, KernelIR, LocalVar, Loop, Poly, walk
 from kernellsp.source.ir.control import _strip_parens
-
-#: Calls allowed in the output expression and the initial value (pure arithmetic on floats).
-PURE_CALLS = frozenset(
-    [
-        "fmaxf",
-        "fminf",
-        "fmax",
-        "fmin",
-        "max",
-        "min",
-        "fabsf",
-        "fabs",
-        "expf",
-        "exp",
-        "__expf",
-        "logf",
-        "log",
-        "tanhf",
-        "tanh",
-        "sqrtf",
-        "sqrt",
-        "rsqrtf",
-        "__fdividef",
-        "fmaf",
-        "erff",
-        "erf",
-        "sinf",
-        "cosf",
-        "powf",
-    ]
-)
-
-
-@dataclass
-class Term:
-    """One global read in the product, the output expression or the initial value."""
-
-    access: Access
-    #: Index over coordinates ``@n``, ``k``, the batch variable and parameters.
-    index: Poly
-
-
-@dataclass
-class Product:
-    """A dot-product-per-output kernel, as :func:`analyse` found it."""
-
-    acc: str
-    acc_ctype: str
-    loop: Loop
-    k: str
-    kbound: Poly
-    #: The two factors of ``acc += X * Y`` in the order written.
-    factors: tuple[Term, Term]
-    store: Term
-    #: Coordinates of the thread's point (from the guards) plus a batch loop's, if any.
-    coords: list[ms.Coord]
-    #: An outer loop over batch items (``for (b = 0; b < B; ++b)`` around init, loop and store).
-    batch_loop: Loop | None
-    #: User text templates: the output expression (``{acc}``, ``{c}``, ``{@n}`` coordinates) and the init.
-    epilogue: str
-    init: str
-    #: Reads inside the epilogue/init other than the output's own old value: (placeholder text, term).
-    extras: list[tuple[str, Term]] = field(default_factory=list)
-
-    def coord(self, name: str) -> ms.Coord:
-        return next(c for c in self.coords if c.name == name)
-
-    def moves(self, t: Term, name: str) -> bool:
-        """Does ``t``'s index move with coordinate (or variable) ``name``?"""
-        return t.index.coeff(name) != Poly()
-
-
-def is_batch(p: Product, c: ms.Coord) -> bool:
-    """Is ``c`` a batch coordinate by origin: the outer batch loop's variable or the grid's z axis?"""
-    if p.batch_loop is not None and c.name == p.batch_loop.var:
-        return True
-    return c.pivot in ("blockIdx.z", "gid.z")
-
 
 _SENT = "\x00"
 
@@ -423,138 +333,6 @@ def _templates(
     else:
         return f"{acc} is declared without an initial value"
     return epilogue, init_text, extras
-
-
-_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)]*)\)[ \t]+(.+?)[ \t]*$", re.M)
-_TOKEN = re.compile(r"\s*(?:(\d+)[uUlL]*|([A-Za-z_]\w*)|(.))")
-
-
-def _function_macros(text: str) -> dict[str, tuple[list[str], str]]:
-    """One-line function-like macros of the file: name -> (parameters, body)."""
-    return {
-        m.group(1): ([p.strip() for p in m.group(2).split(",") if p.strip()], m.group(3))
-        for m in _MACRO.finditer(text)
-        if not m.group(3).endswith("\\")
-    }
-
-
-def _in_subscript_index(n: object) -> bool:
-    p = n.parent  # type: ignore[attr-defined]
-    while p is not None and p.type in (
-        "parenthesized_expression",
-        "binary_expression",
-        "call_expression",
-        "argument_list",
-        "subscript_argument_list",
-    ):
-        if p.type == "subscript_argument_list":
-            return True
-        p = p.parent
-    return False
-
-
-def _macro_index(ir: object, a: Access, macros: dict[str, tuple[list[str], str]]) -> Poly | None:
-    """The element index of ``a`` when it is ``base[MACRO(args)]`` with a one-line integer macro: the body's
-    ``+ - *`` arithmetic over the arguments' polynomials (other names are parameters)."""
-    from kernellsp.source.ir.expressions import _pointer_base, _subscript_parts
-
-    if a.node.type != "subscript_expression":
-        return None
-    base, idx = _subscript_parts(ir, a.node)  # type: ignore[arg-type]
-    if base is None or idx is None:
-        return None
-    idx = _strip_parens(ir, idx)  # type: ignore[arg-type]
-    if idx.type != "call_expression":
-        return None
-    name = ir.text(idx.child_by_field_name("function"))  # type: ignore[attr-defined]
-    if name not in macros:
-        return None
-    params, body = macros[name]
-    args_node = idx.child_by_field_name("arguments")
-    args = [c for c in args_node.named_children if c.type != "comment"] if args_node is not None else []
-    if len(args) != len(params):
-        return None
-    values: dict[str, Poly] = {}
-    for pname, arg in zip(params, args, strict=True):
-        v = ir.poly(arg, divmod=True)  # type: ignore[attr-defined]
-        if v is None:
-            return None
-        values[pname] = v
-    got = _eval_int_expr(body, values)
-    if got is None:
-        return None
-    pnames = {p.name for p in ir.params if p.is_pointer}  # type: ignore[attr-defined]
-    param, off = _pointer_base(ir, base, pnames, 0)  # type: ignore[arg-type]
-    if param is None or off is None:
-        return None
-    return off + got
-
-
-def _int_tokens(text: str) -> list[tuple[str, str]]:
-    """The tokens of an integer macro body: ``("num", "12")``, ``("name", "ld")``, ``("op", "*")``."""
-    toks: list[tuple[str, str]] = []
-    pos = 0
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if m is None or m.end() == pos:
-            break
-        pos = m.end()
-        if m.group(1):
-            toks.append(("num", m.group(1)))
-        elif m.group(2):
-            toks.append(("name", m.group(2)))
-        elif m.group(3) and not m.group(3).isspace():
-            toks.append(("op", m.group(3)))
-    return toks
-
-
-def _eval_int_expr(text: str, values: dict[str, Poly]) -> Poly | None:
-    """``text`` (integers, names, ``+ - *``, parentheses) as a polynomial; names not in ``values`` are symbols."""
-    toks = _int_tokens(text)
-    i = 0
-
-    def atom() -> Poly | None:
-        nonlocal i
-        if i >= len(toks):
-            return None
-        kind, val = toks[i]
-        i += 1
-        if kind == "num":
-            return Poly.const(int(val))
-        if kind == "name":
-            return values.get(val, Poly.sym(val))
-        if val == "(":
-            v = add()
-            if v is None or i >= len(toks) or toks[i] != ("op", ")"):
-                return None
-            i += 1
-            return v
-        if val == "-":
-            v = atom()
-            return -v if v is not None else None
-        return None
-
-    def mul() -> Poly | None:
-        nonlocal i
-        v = atom()
-        while v is not None and i < len(toks) and toks[i] == ("op", "*"):
-            i += 1
-            r = atom()
-            v = v * r if r is not None else None
-        return v
-
-    def add() -> Poly | None:
-        nonlocal i
-        v = mul()
-        while v is not None and i < len(toks) and toks[i] in (("op", "+"), ("op", "-")):
-            op = toks[i][1]
-            i += 1
-            r = mul()
-            v = (v + r if op == "+" else v - r) if r is not None else None
-        return v
-
-    out = add()
-    return out if i == len(toks) else None
 
 
 def _check_loop(ir: object, loop: Loop, acc_node: object) -> str:
