@@ -137,6 +137,53 @@ def _optimize_actions(ls: KernelLspServer, params: types.CodeActionParams) -> li
     return out
 
 
+def _known_findings(
+    ls: KernelLspServer, uri: str, version: int | None, entry: str
+) -> tuple[list[Any], dict[str, Any] | None]:
+    """The findings already known for this version of the document (static, then profile), and the profile
+    summary of ``entry`` when there is one."""
+    res = ls.results.get(uri)
+    findings = list(res.report.findings) if res is not None and res.version == version else []
+    # The profile's findings only when they were taken of this very text (their lines must hold).
+    prof = ls.profiles.get(uri) if ls.profile_versions.get(uri) == version else None
+    if prof is not None:
+        findings += list(prof.findings)
+    profile = None
+    if prof is not None:
+        summary = next((k for k in prof.kernels if k.entry == entry or k.name == entry), None)
+        profile = summary.__dict__ if summary is not None else None
+    return findings, profile
+
+
+async def _apply_champion(
+    ls: KernelLspServer, uri: str, version: int | None, text: str, entry: str, champion_text: str
+) -> tuple[bool, str | None]:
+    """Replace the document with the champion through the client, if it still holds ``text`` at ``version``;
+    return whether the client applied it and, if not, its reason."""
+    current = ls.workspace.get_text_document(uri)
+    applied = False
+    reason = None
+    if current.version == version and current.source == text:
+        lines = text.split("\n")
+        # The end of the document in the negotiated position encoding (Neovim speaks UTF-8, VS Code UTF-16).
+        last = len(lines) - 1
+        end = types.Position(
+            line=last,
+            character=RangeMapper(ls.position_encoding(), lines).col_to_client(last, len(lines[last])),
+        )
+        edit = types.TextEdit(
+            range=types.Range(start=types.Position(line=0, character=0), end=end),
+            new_text=champion_text,
+        )
+        wedit = workspace_edit(ls, uri, version, edit)
+        reply = await ls.workspace_apply_edit_async(
+            types.ApplyWorkspaceEditParams(edit=wedit, label=f"Optimize {entry}")
+        )
+        applied = bool(reply.applied)
+        reason = reply.failure_reason
+    return applied, reason
+
+
 async def run_optimize(ls: KernelLspServer, uri: str, entry: str) -> dict[str, Any]:
     """``kernellsp.optimize(uri, entry)``: the verified rewrite loop as a cancellable job."""
     doc = ls.workspace.get_text_document(uri)
@@ -156,16 +203,7 @@ async def run_optimize(ls: KernelLspServer, uri: str, entry: str) -> dict[str, A
     except (OptimizeError, ProposerError) as exc:
         ls.notify(f"kernellsp: {exc}", types.MessageType.Warning)
         return {"accepted": False, "reason": str(exc)}
-    res = ls.results.get(uri)
-    findings = list(res.report.findings) if res is not None and res.version == version else []
-    # The profile's findings only when they were taken of this very text (their lines must hold).
-    prof = ls.profiles.get(uri) if ls.profile_versions.get(uri) == version else None
-    if prof is not None:
-        findings += list(prof.findings)
-    profile = None
-    if prof is not None:
-        summary = next((k for k in prof.kernels if k.entry == entry or k.name == entry), None)
-        profile = summary.__dict__ if summary is not None else None
+    findings, profile = _known_findings(ls, uri, version, entry)
     options = OptimizeOptions(
         rounds=settings.optimize_rounds,
         candidates=settings.optimize_candidates,
@@ -218,29 +256,9 @@ async def run_optimize(ls: KernelLspServer, uri: str, entry: str) -> dict[str, A
         ls.notify(f"kernellsp: no verified improvement for {entry} ({why}); the file is unchanged")
         return {"accepted": False, "reason": why, "bundle": result.bundle if result else None}
     message = f"{entry}: verified {result.final.message}"
-    current = ls.workspace.get_text_document(uri)
-    applied = False
-    reason = None
-    if current.version == version and current.source == text:
-        lines = text.split("\n")
-        # The end of the document in the negotiated position encoding (Neovim speaks UTF-8, VS Code UTF-16).
-        last = len(lines) - 1
-        end = types.Position(
-            line=last,
-            character=RangeMapper(ls.position_encoding(), lines).col_to_client(last, len(lines[last])),
-        )
-        edit = types.TextEdit(
-            range=types.Range(start=types.Position(line=0, character=0), end=end),
-            new_text=result.champion_text,
-        )
-        wedit = workspace_edit(ls, uri, version, edit)
-        reply = await ls.workspace_apply_edit_async(
-            types.ApplyWorkspaceEditParams(edit=wedit, label=f"Optimize {entry}")
-        )
-        applied = bool(reply.applied)
-        reason = reply.failure_reason
-        if applied:
-            record_backup(path, text, result.champion_text, result.bundle)
+    applied, reason = await _apply_champion(ls, uri, version, text, entry, result.champion_text)
+    if applied:
+        record_backup(path, text, result.champion_text, result.bundle)
     if not applied:
         side = side_file(path, result.champion_text)
         ls.notify(
