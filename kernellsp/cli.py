@@ -11,10 +11,9 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
-import typer.core
 
 from kernellsp import __version__
 from kernellsp.cli_support import (
@@ -24,6 +23,7 @@ from kernellsp.cli_support import (
     _check_html_target,
     _echo_optimize_result,
     _fail,
+    _hide_redundant_help_types,
     _json_format,
     _make_runner,
     _no_runner,
@@ -38,9 +38,7 @@ from kernellsp.cli_support import (
     _write_html,
     err_console,
 )
-
-if TYPE_CHECKING:
-    pass
+from kernellsp.report.text import doctor_text, history_text, replay_text, rule_line, rule_text, verdict_text
 
 app = typer.Typer(
     name="kernellsp",
@@ -51,30 +49,6 @@ app = typer.Typer(
 )
 rules_app = typer.Typer(help="List the rule matrix or show one rule.", invoke_without_command=True)
 app.add_typer(rules_app, name="rules")
-
-
-def _hide_redundant_help_types() -> None:
-    """Typer (0.29+) prints "<bool>" beside every flag and "<list[Path]>" beside named arguments: drop those.
-
-    Typer's own hook is patched only where it exists (older typers, e.g. on a GPU image, lack it and are
-    left as they are: a help page with the types beats an import error).
-    """
-    option_cls, argument_cls = typer.core.TyperOption, typer.core.TyperArgument
-    option_type = getattr(option_cls, "display_type_rich", None)
-    argument_type = getattr(argument_cls, "display_type_rich", None)
-    if option_type is None or argument_type is None:
-        return
-
-    def flag_type(self: typer.core.TyperOption, ctx: Any) -> str | None:
-        # A flag takes no value, so no type is shown beside it.
-        return None if self.is_flag else option_type(self, ctx)
-
-    def named_argument_type(self: typer.core.TyperArgument, ctx: Any) -> str | None:
-        # An argument given a metavar (PATH) is described by it.
-        return None if self.metavar is not None else argument_type(self, ctx)
-
-    setattr(option_cls, "display_type_rich", flag_type)  # noqa: B010  (a hook typer may not have)
-    setattr(argument_cls, "display_type_rich", named_argument_type)  # noqa: B010
 
 
 _hide_redundant_help_types()
@@ -641,18 +615,7 @@ def verify(
     if json_out:
         typer.echo(json.dumps(v.to_dict(), indent=2, default=str))
     else:
-        typer.echo(f"{v.kind}: {v.message}")
-        env = v.environment
-        if not env.get("gpu"):
-            typer.echo(f"  decided before any GPU work (scope and launch checks), {v.seconds:.1f} s")
-        else:
-            typer.echo(
-                f"  on {env.get('gpu', '?')} (driver {env.get('driver', '?')}, nvcc {env.get('nvcc_version', '?')}, "
-                f"ncu {env.get('ncu_version', '?')}), {v.seconds:.1f} s"
-            )
-        box = env.get("sandbox")
-        if isinstance(box, dict) and box.get("summary"):
-            typer.echo(f"  {box['summary']}")
+        typer.echo(verdict_text(v))
     raise typer.Exit(0 if v.accepted else 1)
 
 
@@ -669,13 +632,7 @@ def history(file: Annotated[Path | None, typer.Argument(help="Only this file.")]
     if not recs:
         typer.echo("no history" + (f" for {file}" if file else ""))
         raise typer.Exit(0)
-    for r in recs:
-        pred = f"{r['predicted_gain_pct']:.0f}%" if r.get("predicted_gain_pct") is not None else "-"
-        meas = f"{r['measured_speedup']:.3f}x" if r.get("measured_speedup") else "-"
-        typer.echo(
-            f"{r.get('time', '')} {r['file']}:{r['entry']} [{r.get('proposer')}] {r.get('description')}: "
-            f"{r.get('verdict')} (predicted {pred}, measured {meas})"
-        )
+    typer.echo(history_text(recs))
 
 
 @app.command()
@@ -701,9 +658,7 @@ def replay(
     except (OptimizeError, VerifyError, RunnerError, OSError) as exc:
         raise _fail(str(exc)) from None
     same = v.kind == recorded.get("kind")
-    typer.echo(f"recorded: {recorded.get('kind')}: {recorded.get('message')}")
-    typer.echo(f"replayed: {v.kind}: {v.message}")
-    typer.echo("same verdict" if same else "DIFFERENT verdict")
+    typer.echo(replay_text(v, recorded, same))
     raise typer.Exit(0 if same else 1)
 
 
@@ -735,7 +690,7 @@ def rules_list(ctx: typer.Context) -> None:
     except RuleError as exc:
         raise _fail(f"malformed rule file: {exc}") from None
     for r in rs.sorted():
-        typer.echo(f"{r.code}  {r.severity.value:<7}  {r.scope:<6}  {r.source:<7}  {r.name}: {r.title}")
+        typer.echo(rule_line(r))
 
 
 @rules_app.command("show")
@@ -751,21 +706,7 @@ def rules_show(code: Annotated[str, typer.Argument(help="Rule code, e.g. KL101."
     r = rs.get(code.upper())
     if r is None:
         raise _fail(f"no rule {code!r} (see `kernellsp rules`)")
-    lines = [
-        f"{r.code} {r.name}: {r.title}",
-        f"  severity: {r.severity.value}   scope: {r.scope}   category: {r.category}   source: {r.source}",
-        f"  when:     {r.when}" if r.when else f"  emitter:  {r.emitter}",
-        f"  message:  {r.message}",
-        f"  fix:      {r.fix}",
-        f'  silence:  `// kernellsp: ignore[{r.code}]` on the line or the line above; ignore = ["{r.code}"] in '
-        f"kernellsp.toml [settings]; --ignore {r.code}",
-        f"  file:     {r.origin}",
-        "",
-        r.guidance.strip(),
-    ]
-    if r.references:
-        lines += ["", *[f"  see {u}" for u in r.references]]
-    typer.echo("\n".join(lines))
+    typer.echo(rule_text(r))
 
 
 @app.command()
@@ -778,11 +719,8 @@ def doctor() -> None:
     from kernellsp.source.spec import find_workspace_root
 
     checks = run_checks(find_workspace_root(Path.cwd()))
-    mark = {"ok": "ok  ", "missing": "MISS", "warn": "warn"}
-    for c in checks:
-        typer.echo(f"[{mark[c.status]}] {c.name:<18} {c.detail}")
-        if c.fix and c.status != "ok":
-            typer.echo(f"       fix: {c.fix}")
+    if checks:
+        typer.echo(doctor_text(checks))
     raise typer.Exit(exit_code(checks))
 
 

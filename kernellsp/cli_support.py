@@ -10,11 +10,38 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+import typer.core
 from rich.console import Console
 from rich.markup import escape
 
+from kernellsp.report.text import explain_text, optimize_text
+
 if TYPE_CHECKING:
     from kernellsp.settings import Settings
+
+
+def _hide_redundant_help_types() -> None:
+    """Typer (0.29+) prints "<bool>" beside every flag and "<list[Path]>" beside named arguments: drop those.
+
+    Typer's own hook is patched only where it exists (older typers, e.g. on a GPU image, lack it and are
+    left as they are: a help page with the types beats an import error).
+    """
+    option_cls, argument_cls = typer.core.TyperOption, typer.core.TyperArgument
+    option_type = getattr(option_cls, "display_type_rich", None)
+    argument_type = getattr(argument_cls, "display_type_rich", None)
+    if option_type is None or argument_type is None:
+        return
+
+    def flag_type(self: typer.core.TyperOption, ctx: Any) -> str | None:
+        # A flag takes no value, so no type is shown beside it.
+        return None if self.is_flag else option_type(self, ctx)
+
+    def named_argument_type(self: typer.core.TyperArgument, ctx: Any) -> str | None:
+        # An argument given a metavar (PATH) is described by it.
+        return None if self.metavar is not None else argument_type(self, ctx)
+
+    setattr(option_cls, "display_type_rich", flag_type)  # noqa: B010  (a hook typer may not have)
+    setattr(argument_cls, "display_type_rich", named_argument_type)  # noqa: B010
 
 
 # soft_wrap: never re-wrap messages at the console width (paths and CI logs must stay on one line).
@@ -344,16 +371,7 @@ def _echo_optimize_result(
         summary["applied_backup"] = applied
         typer.echo(json.dumps(summary, indent=2, default=str))
     else:
-        if result.accepted and result.final is not None:
-            typer.echo(f"{file}:{entry}: verified {result.final.message}")
-            if not apply:
-                typer.echo(result.diff())
-            else:
-                typer.echo(f"applied; backup {applied} (undo with `kernellsp revert {file}`)")
-        else:
-            why = f"{result.final.kind}: {result.final.message}" if result.final else result.stop_reason
-            typer.echo(f"{file}:{entry}: no verified improvement ({why}); the file is unchanged")
-        typer.echo(f"evidence: {result.bundle}")
+        typer.echo(optimize_text(file, entry, result, apply, applied))
 
 
 def _run_fanout(
@@ -425,14 +443,7 @@ def _print_explain(file: Path, text: str, entry: str, json_out: bool) -> None:
             json.dumps({"path": str(file), "entry": entry, "recipes": [r.to_dict() for r in rows]}, indent=2)
         )
         return
-    typer.echo(f"{file}:{entry}: {sum(r.matched for r in rows)} of {len(rows)} recipe checks match")
-    for r in sorted(rows, key=lambda r: (not r.matched, r.kernel, r.recipe)):
-        where = f" on {r.kernel}" if r.kernel and r.kernel != entry else ""
-        if r.matched:
-            binding = ", ".join(f"{k}={v}" for k, v in r.binding.items())
-            typer.echo(f"  matched  {r.recipe}{where} [{r.archetype}; {', '.join(r.rules)}]: {binding}")
-        else:
-            typer.echo(f"  declined {r.recipe}{where}: {r.reason}")
+    typer.echo(explain_text(file, entry, rows))
 
 
 def _optimize_html(path: Path, file: Path, entry: str, result: Any, runner: Any, settings: Settings) -> None:
