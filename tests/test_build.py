@@ -9,14 +9,9 @@ import pytest
 from conftest import requires_nvcc
 
 from kernellsp.build import nvcc as build
-from kernellsp.build import toolchain
-from kernellsp.build.nvcc import (
-    BuildResult,
-    CompilerMessage,
-    KernelResources,
-    match_kernel,
-    parse_compiler_output,
-)
+from kernellsp.build import ptxas, sass, toolchain
+from kernellsp.build.nvcc import BuildResult, match_kernel
+from kernellsp.build.ptxas import CompilerMessage, KernelResources, parse_compiler_output
 from kernellsp.source.model import parse_source
 
 # Captured from `nvcc -arch=sm_90 -cubin -lineinfo -Xptxas -v` (CUDA 13.0.88) on RESOURCES_CU below
@@ -117,7 +112,7 @@ extern "C" __global__ void cfun(int* p) { atomicAdd(p, 1); }
 
 
 def test_parse_ptxas_real_log() -> None:
-    res = build.parse_ptxas(PTXAS_LOG)
+    res = ptxas.parse_ptxas(PTXAS_LOG)
     by = {r.mangled: r for r in res}
     # Entry functions only, in the order ptxas compiled them; the __noinline__ helper is skipped.
     assert [r.mangled for r in res] == [
@@ -143,10 +138,10 @@ def test_parse_ptxas_real_log() -> None:
 
 
 def test_parse_ptxas_cmem_and_empty_input() -> None:
-    (r,) = build.parse_ptxas(PTXAS_LOG_CUDA12)
+    (r,) = ptxas.parse_ptxas(PTXAS_LOG_CUDA12)
     assert (r.mangled, r.registers, r.cmem) == ("_Z6kernelPf", 10, 368)
-    assert build.parse_ptxas("") == []
-    assert build.parse_ptxas("garbage\n\x00\nptxas info    : Used 3 registers\n") == []
+    assert ptxas.parse_ptxas("") == []
+    assert ptxas.parse_ptxas("garbage\n\x00\nptxas info    : Used 3 registers\n") == []
 
 
 def test_parse_compiler_output_nvcc_style() -> None:
@@ -202,16 +197,16 @@ def test_parse_compiler_output_gcc_and_tool_style() -> None:
 
 
 def test_sass_class() -> None:
-    assert build.sass_class("DFMA") == ["fp64"]
-    assert build.sass_class("F2F.F64.F32") == ["fp64"]
-    assert build.sass_class("LDL.64") == ["local_ld"]
-    assert build.sass_class("STL") == ["local_st"]
-    assert build.sass_class("REDG.E.ADD.F32.FTZ.RN.STRONG.GPU") == ["atomic_global"]
-    assert build.sass_class("ATOMS.ADD") == ["atomic_shared"]
-    assert build.sass_class("LDG.E.128") == ["global_ld"]
-    assert build.sass_class("BAR.SYNC.DEFER_BLOCKING") == ["barrier"]
-    assert build.sass_class("MUFU.EX2") == ["sfu"]
-    assert build.sass_class("IMAD.WIDE") == []
+    assert sass.sass_class("DFMA") == ["fp64"]
+    assert sass.sass_class("F2F.F64.F32") == ["fp64"]
+    assert sass.sass_class("LDL.64") == ["local_ld"]
+    assert sass.sass_class("STL") == ["local_st"]
+    assert sass.sass_class("REDG.E.ADD.F32.FTZ.RN.STRONG.GPU") == ["atomic_global"]
+    assert sass.sass_class("ATOMS.ADD") == ["atomic_shared"]
+    assert sass.sass_class("LDG.E.128") == ["global_ld"]
+    assert sass.sass_class("BAR.SYNC.DEFER_BLOCKING") == ["barrier"]
+    assert sass.sass_class("MUFU.EX2") == ["sfu"]
+    assert sass.sass_class("IMAD.WIDE") == []
 
 
 @pytest.mark.parametrize(
@@ -329,7 +324,7 @@ def test_parse_nvdisasm_on_real_output(tmp_path: Path) -> None:
         [nvdisasm, "-c", "-g", str(cubin)], check=True, capture_output=True, text=True, timeout=120
     ).stdout
     assert '//## File "' in out
-    lines = build.parse_nvdisasm(out, str(src))
+    lines = sass.parse_nvdisasm(out, str(src))
     assert list(lines) == ["_Z3dblPKfPfi"]
     per_line = lines["_Z3dblPKfPfi"]
     assert per_line[4]["fp64"] >= 2  # F2F.F64.F32, DMUL, F2F.F32.F64
@@ -337,7 +332,7 @@ def test_parse_nvdisasm_on_real_output(tmp_path: Path) -> None:
     assert all(c.get("fp64", 0) == 0 for ln, c in per_line.items() if ln != 4)
     assert sum(c["total"] for c in per_line.values()) >= 10
     # Another file name: nothing of it is charged to lines of this one.
-    assert build.parse_nvdisasm(out, str(tmp_path / "other.cu")) == {"_Z3dblPKfPfi": {}}
+    assert sass.parse_nvdisasm(out, str(tmp_path / "other.cu")) == {"_Z3dblPKfPfi": {}}
 
 
 BAD_CU = """\
