@@ -18,7 +18,8 @@ from fake_llm import FLOAT4, GRID_STRIDE, FakeLlm, answer, candidate
 from kernellsp.check import CheckOptions, check_text
 from kernellsp.findings import Finding
 from kernellsp.optimize.propose.base import ProposalContext, ProposerError
-from kernellsp.optimize.propose.llm import AnswerError, LlmProposer, extract_json, is_loopback
+from kernellsp.optimize.propose.llm import LlmProposer, is_loopback
+from kernellsp.optimize.propose.llm_answer import AnswerError, extract_json
 from kernellsp.optimize.propose.prompt import SYSTEM_PROMPT, build_messages
 from kernellsp.optimize.verify.scope import check_scope
 from kernellsp.profile.findings import KernelSummary

@@ -24,7 +24,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
-import math
 import os
 import re
 import socket
@@ -36,6 +35,7 @@ from urllib.parse import urlparse
 import openai
 
 from kernellsp.optimize.propose.base import Candidate, ProposalContext, ProposerError, splice_kernel
+from kernellsp.optimize.propose.llm_answer import AnswerError, extract_json, is_dim, is_number, type_name
 from kernellsp.optimize.propose.prompt import ANSWER_FIELDS, build_messages, retry_messages
 from kernellsp.optimize.verify.scope import check_scope, edit_targets
 from kernellsp.rules.engine import RuleSet, load_rules
@@ -50,12 +50,7 @@ MAX_RETRIES = 2
 #: Placeholder key for a local server that needs none.
 PLACEHOLDER_KEY = "unused"
 
-_FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\r?\n(.*?)\r?\n[ \t]*```", re.S)
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
-
-
-class AnswerError(ValueError):
-    """The model's answer cannot be used; the message is sent back to the model verbatim."""
 
 
 def is_loopback(url: str) -> bool:
@@ -72,67 +67,6 @@ def is_loopback(url: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def _is_number(v: Any) -> bool:
-    if not isinstance(v, int | float) or isinstance(v, bool):
-        return False
-    try:
-        return math.isfinite(v)
-    except OverflowError:  # an integer too large for a float is not a usable number here
-        return False
-
-
-def _type_name(v: Any) -> str:
-    if v is None:
-        return "null"
-    return {
-        bool: "a boolean",
-        int: "an integer",
-        float: "a number",
-        str: "a string",
-        list: "a list",
-        dict: "an object",
-    }.get(type(v), type(v).__name__)
-
-
-def _is_dim(v: Any) -> bool:
-    return (isinstance(v, str) and v.strip() != "") or (isinstance(v, int) and not isinstance(v, bool))
-
-
-def extract_json(content: str) -> Any:
-    """The JSON value of an answer: the whole text, or the body of its one fenced block."""
-    s = content.strip()
-    if not s:
-        raise AnswerError("the answer is empty; reply with the JSON object")
-    if s.startswith("{"):
-        body = s
-    else:
-        fences = list(_FENCE.finditer(s))
-        if len(fences) > 1:
-            raise AnswerError(
-                f"the answer holds {len(fences)} fenced blocks; give one JSON object, "
-                "optionally inside a single ```json block"
-            )
-        if not fences:
-            raise AnswerError(
-                f"the answer is not a JSON object (it begins with {s[:40]!r}); reply with the "
-                "JSON object only"
-            )
-        if fences[0].group(1).lower() not in ("", "json"):
-            raise AnswerError(
-                f"the fenced block is marked {fences[0].group(1)!r}; it must be a ```json block "
-                "holding the JSON object"
-            )
-        body = fences[0].group(2)
-    try:
-        return json.loads(body)
-    except json.JSONDecodeError as exc:
-        raise AnswerError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except ValueError as exc:  # e.g. an integer of more than 4300 digits
-        raise AnswerError(f"not valid JSON: {exc}") from None
-    except RecursionError:
-        raise AnswerError("not valid JSON: nested too deeply") from None
 
 
 class LlmProposer:
@@ -268,8 +202,8 @@ class LlmProposer:
         prompt_t: Any = getattr(usage, "prompt_tokens", None)
         completion_t: Any = getattr(usage, "completion_tokens", None)
         total_t: Any = getattr(usage, "total_tokens", None)
-        if not _is_number(total_t) or total_t < 0:
-            if _is_number(prompt_t) and _is_number(completion_t) and prompt_t >= 0 and completion_t >= 0:
+        if not is_number(total_t) or total_t < 0:
+            if is_number(prompt_t) and is_number(completion_t) and prompt_t >= 0 and completion_t >= 0:
                 total_t = prompt_t + completion_t
             else:
                 # No usage reported: estimate (about 4 characters per token) so the budget still holds.
@@ -333,7 +267,7 @@ class LlmProposer:
         data = extract_json(content)
         if not isinstance(data, dict):
             raise AnswerError(
-                f"the answer must be a JSON object with the key 'candidates', got {_type_name(data)}"
+                f"the answer must be a JSON object with the key 'candidates', got {type_name(data)}"
             )
         extra = sorted(set(data) - {"candidates"})
         if "candidates" not in data:
@@ -347,7 +281,7 @@ class LlmProposer:
             )
         items = data["candidates"]
         if not isinstance(items, list):
-            raise AnswerError(f"'candidates' must be a list, got {_type_name(items)}")
+            raise AnswerError(f"'candidates' must be a list, got {type_name(items)}")
         if not items:
             raise AnswerError("'candidates' is empty; propose at least one candidate")
         items = items[:k]
@@ -387,7 +321,7 @@ class LlmProposer:
     def _candidate(self, item: Any, i: int, ctx: ProposalContext) -> Candidate:
         where = f"candidate {i}"
         if not isinstance(item, dict):
-            raise AnswerError(f"{where}: must be an object, got {_type_name(item)}")
+            raise AnswerError(f"{where}: must be an object, got {type_name(item)}")
         missing = [f for f in ANSWER_FIELDS if f not in item]
         extra = sorted(set(item) - set(ANSWER_FIELDS))
         if missing:
@@ -399,13 +333,11 @@ class LlmProposer:
             )
         desc, rules, gain, launch_raw, code = (item[f] for f in ANSWER_FIELDS)
         if not isinstance(desc, str) or not desc.strip():
-            raise AnswerError(f"{where}: 'description' must be a non-empty string, got {_type_name(desc)}")
+            raise AnswerError(f"{where}: 'description' must be a non-empty string, got {type_name(desc)}")
         if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
             raise AnswerError(f"{where}: 'rules' must be a list of rule codes (strings)")
-        if not _is_number(gain):
-            raise AnswerError(
-                f"{where}: 'predicted_gain_pct' must be a finite number, got {_type_name(gain)}"
-            )
+        if not is_number(gain):
+            raise AnswerError(f"{where}: 'predicted_gain_pct' must be a finite number, got {type_name(gain)}")
         if not isinstance(code, str) or not code.strip():
             raise AnswerError(f"{where}: 'code' must be a non-empty string holding the kernel's definition")
         launch = self._launch(launch_raw, where, ctx)
@@ -432,8 +364,7 @@ class LlmProposer:
             return None
         if not isinstance(raw, dict):
             raise AnswerError(
-                f"{where}: 'launch' must be null or an object with grid, block and smem, "
-                f"got {_type_name(raw)}"
+                f"{where}: 'launch' must be null or an object with grid, block and smem, got {type_name(raw)}"
             )
         fn = ctx.model.function(ctx.entry)
         if fn is not None and fn.kind != "global":
@@ -456,13 +387,13 @@ class LlmProposer:
             if key not in raw:
                 raise AnswerError(f"{where}: 'launch' needs '{key}'")
             v = raw[key]
-            ok = _is_dim(v) or (isinstance(v, list) and 1 <= len(v) <= 3 and all(_is_dim(x) for x in v))
+            ok = is_dim(v) or (isinstance(v, list) and 1 <= len(v) <= 3 and all(is_dim(x) for x in v))
             if not ok:
                 raise AnswerError(
                     f"{where}: 'launch.{key}' must be an integer, an expression string or a list "
                     f"of 1 to 3 of those, got {json.dumps(v)[:60]}"
                 )
-        if "smem" in raw and not _is_dim(raw["smem"]):
+        if "smem" in raw and not is_dim(raw["smem"]):
             raise AnswerError(
                 f"{where}: 'launch.smem' must be an integer or an expression string, got "
                 f"{json.dumps(raw['smem'])[:60]}"
