@@ -206,7 +206,7 @@ def profile_findings(
     entry_of: dict[str, str | None],
 ) -> tuple[list[Finding], list[KernelSummary]]:
     """Evaluate the profile rules over every kernel of ``report`` that is defined in ``model``."""
-    from kernellsp.check import _finding
+    from kernellsp.rules.evaluate import _finding
 
     basename = Path(path).name
     findings: list[Finding] = []
