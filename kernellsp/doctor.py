@@ -186,6 +186,7 @@ def pool_checks(settings: Settings) -> list[Check]:
     """``runner = "pool"``: the scheduler, and each worker with its GPU (a local pool is started to ask)."""
     try:
         from kernellsp.run import pool as poolmod
+        from kernellsp.run.pool_worker import PoolError
     except ImportError as exc:
         return [
             Check(
@@ -200,7 +201,7 @@ def pool_checks(settings: Settings) -> list[Check]:
     pool = poolmod.Pool(p.scheduler, list(p.gpus), p.gpu_model, connect_timeout_s=p.connect_timeout_s)
     try:
         workers = pool.workers()
-    except poolmod.PoolError as exc:
+    except PoolError as exc:
         pool.close()
         return [Check("pool", "missing", str(exc), "see docs/cluster.md", required=True)]
     pool.close()

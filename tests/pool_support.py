@@ -27,7 +27,7 @@ from kernellsp.optimize.verify.gate import Verdict, VerifyError, VerifyOptions
 from kernellsp.optimize.verify.scope import check_scope, edit_targets
 from kernellsp.run import harness
 from kernellsp.run.harness_build import build_harness
-from kernellsp.run.pool import GpuInfo
+from kernellsp.run.pool_worker import GpuInfo
 from kernellsp.run.runner import Runner
 from kernellsp.source import spec
 from kernellsp.source.model import parse_source

@@ -36,7 +36,8 @@ from kernellsp.optimize.evidence import Memory, state_dir  # noqa: E402
 from kernellsp.optimize.loop import OptimizeOptions  # noqa: E402
 from kernellsp.optimize.propose.tuner import Tuner  # noqa: E402
 from kernellsp.optimize.verify import gate  # noqa: E402
-from kernellsp.run.pool import Pool, PoolError, describe_workers  # noqa: E402
+from kernellsp.run.pool import Pool, describe_workers  # noqa: E402
+from kernellsp.run.pool_worker import PoolError  # noqa: E402
 from kernellsp.run.runner import RunnerError, make_runner  # noqa: E402
 from kernellsp.settings import load_settings  # noqa: E402
 
