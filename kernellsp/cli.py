@@ -16,12 +16,18 @@ from typing import Annotated, Any
 import typer
 
 from kernellsp import __version__
+from kernellsp.cli_runs import (
+    _add_profile_findings,
+    _echo_optimize_result,
+    _run_fanout,
+    _run_optimize_loop,
+    _run_profile,
+    _run_verify,
+)
 from kernellsp.cli_support import (
     FailOn,
     OutputFormat,
-    _add_profile_findings,
     _check_html_target,
-    _echo_optimize_result,
     _fail,
     _hide_redundant_help_types,
     _json_format,
@@ -32,8 +38,6 @@ from kernellsp.cli_support import (
     _print_explain,
     _project_options,
     _read_cuda,
-    _run_fanout,
-    _run_optimize_loop,
     _settings,
     _write_html,
     err_console,
@@ -263,9 +267,8 @@ def profile_cmd(
     """Profile FILE's kernels under Nsight Compute: duration, roofline position, bottleneck, findings, hot lines."""
     import json
 
-    from kernellsp.build.nvcc import Cancelled
-    from kernellsp.profile.ncu import ProfileError, ProfileOptions, profile_file
-    from kernellsp.run.runner import Runner, RunnerError
+    from kernellsp.profile.ncu import ProfileOptions
+    from kernellsp.run.runner import Runner
     from kernellsp.source.spec import find_workspace_root, load_workspace_specs
 
     text = _read_cuda(file)
@@ -292,23 +295,7 @@ def profile_cmd(
         **({"arch": arch} if arch else {}),
     )
     interactive = err_console.is_terminal and output_format == OutputFormat.text
-    try:
-        if interactive:
-            with err_console.status("profiling…") as status:
-                outcome = profile_file(
-                    file,
-                    text,
-                    runner,
-                    opts,
-                    ws_specs=ws_specs,
-                    progress=lambda m, _p: status.update(f"profiling: {m}"),
-                )
-        else:
-            outcome = profile_file(file, text, runner, opts, ws_specs=ws_specs)
-    except (ProfileError, RunnerError) as exc:
-        raise _fail(str(exc)) from None
-    except Cancelled:
-        raise _fail("cancelled", 130) from None
+    outcome = _run_profile(file, text, runner, opts, ws_specs, interactive)
     if html_out is not None:
         from kernellsp.report.html import Run
 
@@ -573,10 +560,8 @@ def verify(
     """Run the scope, correctness, sanitizer and timing gates on a rewrite from anywhere; exit 0 only if accepted."""
     import json
 
-    from kernellsp.build.nvcc import Cancelled
-    from kernellsp.optimize.verify.gate import VerifyError, VerifyOptions, write_evidence
-    from kernellsp.optimize.verify.gate import verify as run_verify
-    from kernellsp.run.runner import Runner, RunnerError
+    from kernellsp.optimize.verify.gate import write_evidence
+    from kernellsp.run.runner import Runner
 
     json_out = _json_format(output_format, json_out, "verify")
     text = _read_cuda(file)
@@ -590,26 +575,7 @@ def verify(
         # candidate without the kernel is a scope_violation here too, not "no GPU".
         runner = _no_runner(f"cannot verify: {problem}")
     assert isinstance(runner, Runner)
-    try:
-        if err_console.is_terminal and not json_out:
-            with err_console.status("verifying…") as status:
-                v = run_verify(
-                    file,
-                    text,
-                    ctext,
-                    entry,
-                    runner,
-                    VerifyOptions(seeds=seeds, min_gain_pct=min_gain),
-                    progress=lambda m, _p: status.update(m),
-                )
-        else:
-            v = run_verify(
-                file, text, ctext, entry, runner, VerifyOptions(seeds=seeds, min_gain_pct=min_gain)
-            )
-    except (VerifyError, RunnerError) as exc:
-        raise _fail(str(exc)) from None
-    except Cancelled:
-        raise _fail("cancelled", 130) from None
+    v = _run_verify(file, text, ctext, entry, runner, seeds, min_gain, json_out)
     if evidence is not None:
         write_evidence(evidence, file, text, ctext, v)
     if json_out:

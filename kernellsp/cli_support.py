@@ -1,6 +1,7 @@
 """The command line's side of the commands in :mod:`kernellsp.cli`: the stderr console and usage errors, the
-settings and the runner as a command resolves them, and the rich displays of long runs. Only the CLI imports
-this module (it uses typer and rich, which the core never does)."""
+settings and the runner as a command resolves them, the files a command reads and the HTML pages it writes
+(the rich displays of long runs are in :mod:`kernellsp.cli_runs`). Only the CLI imports this module (it uses
+typer and rich, which the core never does)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import typer.core
 from rich.console import Console
 from rich.markup import escape
 
-from kernellsp.report.text import explain_text, optimize_text
+from kernellsp.report.text import explain_text
 
 if TYPE_CHECKING:
     from kernellsp.settings import Settings
@@ -169,48 +170,6 @@ def _make_runner(settings: Settings, job: str = "a kernellsp command") -> tuple[
     return runner, problem
 
 
-def _add_profile_findings(
-    report: object,
-    paths: list[Path],
-    settings: Settings,
-    arch: str,
-    deep: bool,
-    no_cache: bool,
-    interactive: bool,
-) -> None:
-    from kernellsp.check import CheckReport
-    from kernellsp.profile.ncu import ProfileOptions, profile_to_findings_for_check
-    from kernellsp.rules.engine import load_rules
-    from kernellsp.source.spec import find_workspace_root
-
-    assert isinstance(report, CheckReport)
-    runner, problem = _make_runner(settings, f"check --profile of {', '.join(p.name for p in paths)}")
-    if runner is None:
-        report.notes.append(f"profiling skipped: {problem}; static findings only")
-        return
-    files = [Path(fr.path) for fr in report.files if fr.error is None]
-    opts = ProfileOptions.from_settings(settings, arch=arch, deep=deep, use_cache=not no_cache)
-    ruleset = load_rules(find_workspace_root(Path(paths[0])))
-    if interactive:
-        with err_console.status("profiling…") as status:
-            outcomes, notes = profile_to_findings_for_check(
-                files,
-                runner,  # type: ignore[arg-type]
-                opts,
-                ruleset,
-                progress=lambda m, _p: status.update(f"profiling: {m}"),
-            )
-    else:
-        outcomes, notes = profile_to_findings_for_check(files, runner, opts, ruleset)  # type: ignore[arg-type]
-    report.notes.extend(notes)
-    by_path = {str(Path(fr.path)): fr for fr in report.files}
-    for oc in outcomes:
-        fr = by_path.get(str(Path(oc.path)))
-        if fr is not None:
-            fr.findings.extend(oc.findings)
-            fr.findings.sort(key=lambda f: f.sort_key())
-
-
 def _check_html_target(path: Path) -> None:
     """Before any GPU work: plotly is there and the page's folder exists (usage errors, not lost profiles)."""
     from kernellsp.report.html import HtmlReportError, require_plotly
@@ -264,170 +223,6 @@ def _pick_entry(file: Path, text: str, kernel: str | None) -> str:
             "(the 'Add launch spec' code action drafts one)"
         )
     raise _fail(f"{file}: several spec'd entries ({', '.join(entries)}); pick one with --kernel")
-
-
-class _LoopDisplay:
-    """A one-line rich status for the optimize loop: round, candidate, last verdict, best speedup."""
-
-    def __init__(self, status: object | None) -> None:
-        self.status = status
-        self.best = 1.0
-        self.last = ""
-        self.cand = ""
-
-    def progress(self, message: str, _pct: float | None) -> None:
-        self._show(message)
-
-    def event(self, e: dict[str, object]) -> None:
-        kind = e.get("event")
-        if kind == "candidate":
-            self.cand = f"round {e['round']}, candidate {int(e['index']) + 1}/{e['of']} ({e['description']})"  # type: ignore[call-overload]
-        elif kind == "verdict":
-            sp = e.get("speedup")
-            self.last = f"{e['verdict']}" + (f" {sp:.3f}x" if isinstance(sp, float) else "")
-            err_console.print(f"  {self.cand}: {self.last}", markup=False, highlight=False)
-        elif kind == "champion":
-            self.best = float(e["speedup"])  # type: ignore[arg-type]
-            err_console.print(
-                f"  new champion: {e['description']} ({self.best:.3f}x over the original)", markup=False
-            )
-        elif kind == "proposer_error":
-            err_console.print(f"  {e['proposer']}: {e['message']}", markup=False)
-
-    def _show(self, message: str) -> None:
-        if self.status is not None:
-            self.status.update(f"best {self.best:.3f}x | {message}")  # type: ignore[attr-defined]
-
-
-def _run_optimize_loop(
-    file: Path,
-    text: str,
-    entry: str,
-    runner: Any,
-    proposers: list[Any],
-    opts: Any,
-    findings: list[Any],
-    json_out: bool,
-) -> Any:
-    """The loop on one entry, with a one-line status on a terminal; an interrupt or a failure is a usage
-    error naming it (no file was changed)."""
-    import threading
-
-    from kernellsp.build.nvcc import Cancelled
-    from kernellsp.optimize.loop import OptimizeError
-    from kernellsp.optimize.loop import optimize as run_optimize
-    from kernellsp.optimize.verify.gate import VerifyError
-    from kernellsp.run.runner import RunnerError
-
-    cancel = threading.Event()
-    interactive = err_console.is_terminal and not json_out
-    try:
-        if interactive:
-            with err_console.status("optimizing…") as status:
-                disp = _LoopDisplay(status)
-                return run_optimize(
-                    file,
-                    text,
-                    entry,
-                    runner,
-                    proposers,
-                    opts,
-                    findings,
-                    cancel=cancel,
-                    progress=disp.progress,
-                    on_event=disp.event,
-                )
-        else:
-            disp = _LoopDisplay(None)
-            return run_optimize(
-                file,
-                text,
-                entry,
-                runner,
-                proposers,
-                opts,
-                findings,
-                cancel=cancel,
-                on_event=disp.event if not json_out else None,
-            )
-    except KeyboardInterrupt:
-        cancel.set()
-        raise _fail("interrupted: no file was changed", 130) from None
-    except Cancelled:
-        raise _fail("cancelled: no file was changed", 130) from None
-    except (OptimizeError, VerifyError, RunnerError) as exc:
-        raise _fail(str(exc)) from None
-
-
-def _echo_optimize_result(
-    file: Path, entry: str, result: Any, apply: bool, applied: str | None, json_out: bool
-) -> None:
-    """The run's outcome on stdout: its summary as JSON, or the verdict with the diff (or the backup) and
-    the evidence bundle."""
-    import json
-
-    if json_out:
-        summary = result.summary()
-        summary["applied_backup"] = applied
-        typer.echo(json.dumps(summary, indent=2, default=str))
-    else:
-        typer.echo(optimize_text(file, entry, result, apply, applied))
-
-
-def _run_fanout(
-    jobs: list[Any],
-    runner: Any,
-    proposers: Any,
-    options: Any,
-    findings: Any,
-    on_done: Any,
-    done: list[int],
-    json_out: bool,
-) -> list[Any]:
-    """``optimize --all``'s runs of every entry, with a one-line status on a terminal (``done[0]`` of them
-    finished); an interrupt or a failure is a usage error naming it (no file was changed)."""
-    import threading
-
-    from kernellsp.build.nvcc import Cancelled
-    from kernellsp.optimize import fanout
-    from kernellsp.run.runner import RunnerError
-
-    cancel = threading.Event()
-    try:
-        if err_console.is_terminal and not json_out:
-            with err_console.status("optimizing…") as status:
-
-                def progress(job: Any, m: str) -> None:
-                    status.update(f"{done[0]}/{len(jobs)} done | {job.path.name}:{job.entry}: {m}")
-
-                return fanout.optimize_all(
-                    jobs,
-                    runner,
-                    proposers,
-                    options,
-                    findings,
-                    cancel,
-                    progress,
-                    on_done,
-                )
-        else:
-            return fanout.optimize_all(
-                jobs,
-                runner,
-                proposers,
-                options,
-                findings,
-                cancel,
-                None,
-                on_done,
-            )
-    except KeyboardInterrupt:
-        cancel.set()
-        raise _fail("interrupted: no file was changed", 130) from None
-    except Cancelled:
-        raise _fail("cancelled: no file was changed", 130) from None
-    except RunnerError as exc:
-        raise _fail(str(exc)) from None
 
 
 def _print_explain(file: Path, text: str, entry: str, json_out: bool) -> None:
