@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from kernellsp.cli_support import _fail, _make_runner, err_console
+from kernellsp.cli_support import _check_html_target, _fail, _make_runner, _settings, err_console
 from kernellsp.report.text import optimize_text
 
 if TYPE_CHECKING:
@@ -280,3 +280,106 @@ def _run_verify(
         raise _fail(str(exc)) from None
     except Cancelled:
         raise _fail("cancelled", 130) from None
+
+
+def _optimize_all(
+    paths: list[Path],
+    json_out: bool,
+    html_out: Path | None,
+    proposer: str,
+    rounds: int | None,
+    candidates: int | None,
+    min_gain: float | None,
+    seeds: int,
+    gpu_host: str | None,
+) -> None:
+    """``optimize PATH... --all``: every spec'd entry, side by side on the pool (one by one otherwise), then the
+    summary table (text, JSON, and an HTML page with --html). Exit 0 when any entry got a verified rewrite."""
+    import threading
+    import time
+
+    from kernellsp.check import CheckError, CheckOptions, check_text, collect_files
+    from kernellsp.optimize import fanout
+    from kernellsp.optimize.loop import OptimizeError, OptimizeOptions, default_proposers
+    from kernellsp.optimize.propose.base import ProposerError
+    from kernellsp.optimize.verify.gate import VerifyOptions
+    from kernellsp.rules.engine import load_rules
+    from kernellsp.run.runner import Runner
+    from kernellsp.source.spec import find_workspace_root
+
+    notes: list[str] = []
+    try:
+        found = collect_files(paths, notes)
+    except CheckError as exc:
+        raise _fail(str(exc)) from None
+    jobs, more = fanout.find_entries(found)
+    for n in notes + more:
+        err_console.print(f"note: {n}", markup=False)
+    if not jobs:
+        raise _fail(
+            "no spec'd entry in the given paths: add a /* kernellsp ... */ launch spec above a kernel"
+        )
+    if html_out is not None:
+        _check_html_target(html_out)
+    settings = _settings(paths[0], gpu_host)
+    runner, problem = _make_runner(settings)
+    if runner is None:
+        raise _fail(f"cannot optimize: {problem}")
+    assert isinstance(runner, Runner)
+    ruleset = load_rules(find_workspace_root(paths[0]))
+    try:
+        default_proposers(
+            settings, ruleset, proposer
+        )  # a bad --proposer or LLM setting fails before any work
+    except (OptimizeError, ProposerError) as exc:
+        raise _fail(str(exc)) from None
+    findings_of: dict[Path, list[Any]] = {}
+    lock = threading.Lock()
+
+    def findings(job: Any) -> list[Any]:
+        with lock:  # one static check per file, however many of its entries run
+            if job.path not in findings_of:
+                findings_of[job.path] = check_text(job.path, job.text, CheckOptions(), ruleset).findings
+            return findings_of[job.path]
+
+    def options(_job: Any) -> OptimizeOptions:
+        n = candidates or settings.optimize_candidates
+        return OptimizeOptions(
+            rounds=rounds or settings.optimize_rounds,
+            candidates=n,
+            parallel=n,
+            min_gain_pct=settings.min_gain_pct if min_gain is None else min_gain,
+            verify=VerifyOptions(seeds=seeds),
+        )
+
+    done = [0]
+
+    def on_done(o: Any) -> None:
+        with lock:
+            done[0] += 1
+            sp = f" {o.speedup:.2f}x" if o.speedup else ""
+            err_console.print(
+                f"[{done[0]}/{len(jobs)}] {o.path}:{o.entry}: {o.verdict}{sp} ({o.wall_s:.0f} s)",
+                markup=False,
+            )
+
+    t0 = time.monotonic()
+    outcomes = _run_fanout(
+        jobs,
+        runner,
+        lambda _j: default_proposers(settings, ruleset, proposer),
+        options,
+        findings,
+        on_done,
+        done,
+        json_out,
+    )
+    wall = time.monotonic() - t0
+    if json_out:
+        typer.echo(fanout.summary_json(outcomes, wall, {"runner": runner.name}), nl=False)
+    else:
+        typer.echo(fanout.summary_text(outcomes, wall), nl=False)
+    if html_out is not None:
+        html_out.write_text(fanout.summary_html(outcomes, f"kernellsp optimize --all ({runner.name})", wall))
+        err_console.print(f"wrote {html_out}", markup=False)
+    raise typer.Exit(0 if any(o.accepted for o in outcomes) else 1)
