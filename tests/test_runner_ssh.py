@@ -27,7 +27,8 @@ import sshd
 from kernellsp.build.nvcc import Cancelled
 from kernellsp.profile.environment import runner_environment
 from kernellsp.profile.ncu import ProfileError, ProfileOptions, profile_file
-from kernellsp.run.runner import RunnerError, gpu_lock_dir
+from kernellsp.run.gpu_lock import gpu_lock_dir
+from kernellsp.run.runner import RunnerError
 from kernellsp.run.ssh import SshRunner
 
 REPO = Path(__file__).resolve().parent.parent

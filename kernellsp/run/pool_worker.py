@@ -24,7 +24,8 @@ from distributed.diagnostics.plugin import WorkerPlugin
 import kernellsp
 from kernellsp.build.nvcc import Cancelled
 from kernellsp.run import sandbox as sbx
-from kernellsp.run.runner import _LOCK_NAME, LocalRunner, Runner, RunnerError, RunResult, gpu_lock_dir
+from kernellsp.run.gpu_lock import _LOCK_NAME, gpu_lock_dir
+from kernellsp.run.runner import LocalRunner, Runner, RunnerError, RunResult
 
 PLUGIN_NAME = "kernellsp-gpu"
 RESOURCE_PREFIX = "kernellsp-gpu:"

@@ -18,7 +18,6 @@ permitted (ERR_NVGPUCTRPERM), timeouts, crashing or hanging kernels.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shutil
@@ -36,6 +35,15 @@ from typing import Any
 
 from kernellsp.build.nvcc import Cancelled
 from kernellsp.run import sandbox as sbx
+from kernellsp.run.gpu_lock import (
+    _HOLDER_POLL_S,
+    _LOCK_NAME,
+    GpuHolder,
+    _holder_json,
+    _local_holder,
+    _waiting_message,
+    gpu_lock_dir,
+)
 
 #: Environment variables passed to programs under test; everything else is dropped.
 _ENV_KEEP = (
@@ -51,95 +59,7 @@ _ENV_KEEP = (
     "CUDA_DEVICE_ORDER",
 )
 _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
-_LOCK_NAME = "kernellsp-gpu.lock"
 _RC_MARK = "__kernellsp_rc="
-_LOCK_BUSY = 75  # flock -E: the GPU lock was not free in time
-
-
-# --------------------------------------------------------------------------------------------------
-# The GPU lock: one job at a time per GPU, whoever starts it
-#
-# Every kernellsp on the GPU host takes the same lock file, ``/tmp/kernellsp-gpu.lock``
-# (``$KERNELLSP_GPU_LOCK_DIR`` moves it): a local job, a job that came over ssh, another user's, an
-# editor's and a CI run's all queue on it (the ssh runner's lock used to be in its own per-user
-# scratch folder, so a local and an ssh job on one GPU ran together). The holder writes who it is
-# beside the lock (``kernellsp-gpu.lock.holder.<uid>``: what job, which user and host, since when), so
-# a waiter shows "waiting for the GPU: held by optimize of softmax.cu (ana@gpu1) since 14:02" instead
-# of failing. A waiter waits as long as it takes, cancellably; ``gpu_wait_timeout_s`` (a setting,
-# 0 = no limit) is the only time limit on the wait.
-
-#: Whether the holder record of a waiter's view is re-read (seconds); the wait itself polls every 0.1 s.
-_HOLDER_POLL_S = 1.0
-
-
-def gpu_lock_dir() -> str:
-    """Where GPU lock files are: ``$KERNELLSP_GPU_LOCK_DIR`` or ``/tmp`` (the same for every user and runner,
-    never ``$TMPDIR``, which differs between a user's shell, an editor and an ssh session)."""
-    return os.environ.get("KERNELLSP_GPU_LOCK_DIR") or "/tmp"
-
-
-@dataclass
-class GpuHolder:
-    """Who holds a GPU lock: the job's label, user, host, process and since when (epoch seconds)."""
-
-    label: str
-    user: str
-    host: str
-    pid: int
-    since: float
-
-    def describe(self) -> str:
-        when = time.strftime("%H:%M", time.localtime(self.since))
-        return f"held by {self.label} ({self.user}@{self.host}, pid {self.pid}) since {when}"
-
-
-def _holder_json(label: str) -> str:
-    import getpass
-    import socket
-
-    return json.dumps(
-        {
-            "label": label,
-            "user": getpass.getuser(),
-            "host": socket.gethostname(),
-            "pid": os.getpid(),
-            "since": time.time(),
-        }
-    )
-
-
-def parse_holders(texts: list[str]) -> GpuHolder | None:
-    """The newest holder among holder records (JSON lines); ``None`` when there is none."""
-    best: GpuHolder | None = None
-    for text in texts:
-        for line in text.splitlines():
-            try:
-                d = json.loads(line)
-                h = GpuHolder(
-                    str(d["label"]), str(d["user"]), str(d["host"]), int(d["pid"]), float(d["since"])
-                )
-            except (ValueError, KeyError, TypeError):
-                continue
-            if best is None or h.since > best.since:
-                best = h
-    return best
-
-
-def _local_holder(lock_path: Path) -> GpuHolder | None:
-    texts = []
-    for f in lock_path.parent.glob(lock_path.name + ".holder.*"):
-        with contextlib.suppress(OSError):
-            text = f.read_text(encoding="utf-8")
-            h = parse_holders([text])
-            # A record whose process is gone is stale (a job killed with SIGKILL cannot remove it).
-            if h is not None and os.path.exists(f"/proc/{h.pid}"):
-                texts.append(text)
-    return parse_holders(texts)
-
-
-def _waiting_message(holder: GpuHolder | None, where: str, waited_s: float) -> str:
-    who = holder.describe() if holder is not None else "held by another job (it did not say which)"
-    return f"waiting for the GPU{where}: {who}; waited {waited_s:.0f} s so far"
 
 
 class RunnerError(RuntimeError):

@@ -23,19 +23,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kernellsp.build.nvcc import Cancelled
+from kernellsp.run.gpu_lock import _LOCK_BUSY, _LOCK_NAME, GpuHolder, _waiting_message, parse_holders
 from kernellsp.run.runner import (
     _ENV_KEEP,
-    _LOCK_BUSY,
-    _LOCK_NAME,
     _RC_MARK,
     _SECRET,
-    GpuHolder,
     HostRunner,
     RunnerError,
     RunResult,
     _killpg,
-    _waiting_message,
-    parse_holders,
     sandbox_setting,
 )
 
