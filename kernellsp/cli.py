@@ -20,6 +20,7 @@ from kernellsp.cli_runs import (
     _add_profile_findings,
     _echo_optimize_result,
     _optimize_all,
+    _run_check,
     _run_optimize_loop,
     _run_profile,
     _run_verify,
@@ -39,6 +40,7 @@ from kernellsp.cli_support import (
     _project_options,
     _read_cuda,
     _settings,
+    _write_check_report,
     _write_html,
     err_console,
 )
@@ -154,9 +156,7 @@ def check(
     Silence a finding with a comment on its line or the line above, `// kernellsp: ignore[KL404]` (`ignore-file[KL004]`: the whole file), or project-wide with select/ignore in the settings of kernellsp.toml.
     """
     from kernellsp.build.toolchain import arch_problem, normalise_arch
-    from kernellsp.check import CheckError, CheckOptions, check_paths
-    from kernellsp.report.findings import format_json, format_sarif, format_text
-    from kernellsp.rules.engine import RuleError, load_rules
+    from kernellsp.check import CheckOptions
 
     settings = _settings(Path(paths[0]) if paths else Path.cwd(), gpu_host)
     origin = (
@@ -182,41 +182,12 @@ def check(
         selection=selection,
     )
     interactive = err_console.is_terminal and output_format == OutputFormat.text
-    try:
-        if interactive:
-            with err_console.status("checking…") as status:
-                report = check_paths(
-                    paths, options, progress=lambda d, t, p: status.update(f"checked {d}/{t}: {p}")
-                )
-        else:
-            report = check_paths(paths, options)
-    except CheckError as exc:
-        raise _fail(str(exc)) from None
-    except RuleError as exc:
-        raise _fail(f"malformed rule file: {exc}") from None
+    report = _run_check(paths, options, interactive)
     if profile:
         _add_profile_findings(report, paths, settings, arch, deep, no_cache, interactive)
     for note in report.notes:
         err_console.print(f"note: {note}", markup=False)
-    if output_format == OutputFormat.json:
-        text = format_json(report)
-    elif output_format == OutputFormat.sarif:
-        workspace = None
-        from kernellsp.source.spec import find_workspace_root
-
-        workspace = find_workspace_root(Path(paths[0]))
-        text = format_sarif(report, load_rules(workspace))
-    else:
-        colour = output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-        text = format_text(report, colour=colour, show_fix=show_fix)
-    if output is not None:
-        try:
-            output.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise _fail(f"cannot write {output}: {exc.strerror or exc}") from None
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+    _write_check_report(report, paths, output_format, output, show_fix)
     if report.errors:
         raise typer.Exit(2)
     if fail_on != FailOn.never:

@@ -16,6 +16,26 @@ if TYPE_CHECKING:
     from kernellsp.settings import Settings
 
 
+def _run_check(paths: list[Path], options: Any, interactive: bool) -> Any:
+    """``check``'s pipeline over the paths, with a status line when ``interactive``; a usage problem or a
+    malformed rule file is a usage error."""
+    from kernellsp.check import CheckError, check_paths
+    from kernellsp.rules.engine import RuleError
+
+    try:
+        if interactive:
+            with err_console.status("checking…") as status:
+                return check_paths(
+                    paths, options, progress=lambda d, t, p: status.update(f"checked {d}/{t}: {p}")
+                )
+        else:
+            return check_paths(paths, options)
+    except CheckError as exc:
+        raise _fail(str(exc)) from None
+    except RuleError as exc:
+        raise _fail(f"malformed rule file: {exc}") from None
+
+
 def _add_profile_findings(
     report: object,
     paths: list[Path],

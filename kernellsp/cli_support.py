@@ -170,6 +170,37 @@ def _make_runner(settings: Settings, job: str = "a kernellsp command") -> tuple[
     return runner, problem
 
 
+def _write_check_report(
+    report: Any, paths: list[Path], output_format: OutputFormat, output: Path | None, show_fix: bool
+) -> None:
+    """The check report as text (coloured only on a terminal), JSON or SARIF, on stdout or into ``output``."""
+    import os
+    import sys
+
+    from kernellsp.report.findings import format_json, format_sarif, format_text
+    from kernellsp.rules.engine import load_rules
+
+    if output_format == OutputFormat.json:
+        text = format_json(report)
+    elif output_format == OutputFormat.sarif:
+        workspace = None
+        from kernellsp.source.spec import find_workspace_root
+
+        workspace = find_workspace_root(Path(paths[0]))
+        text = format_sarif(report, load_rules(workspace))
+    else:
+        colour = output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        text = format_text(report, colour=colour, show_fix=show_fix)
+    if output is not None:
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise _fail(f"cannot write {output}: {exc.strerror or exc}") from None
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
 def _check_html_target(path: Path) -> None:
     """Before any GPU work: plotly is there and the page's folder exists (usage errors, not lost profiles)."""
     from kernellsp.report.html import HtmlReportError, require_plotly
