@@ -345,8 +345,9 @@ def optimize(
     """Propose rewrites, verify each (scope, correctness, sanitizer, timing) and keep only a proven winner."""
 
     from kernellsp.optimize.apply import ApplyError, apply_result
-    from kernellsp.optimize.loop import OptimizeError, OptimizeOptions, default_proposers
+    from kernellsp.optimize.loop import default_proposers
     from kernellsp.optimize.propose.base import ProposerError
+    from kernellsp.optimize.result import OptimizeError, OptimizeOptions
     from kernellsp.optimize.verify.gate import VerifyOptions
     from kernellsp.rules.engine import load_rules
     from kernellsp.run.runner import Runner
@@ -475,8 +476,8 @@ def replay(
     gpu_host: Annotated[str | None, typer.Option("--gpu-host", help="Run on user@host over ssh.")] = None,
 ) -> None:
     """Re-run a bundle's final verdict and compare it with the recorded one; exit 0 when they agree."""
-    from kernellsp.optimize.loop import OptimizeError
     from kernellsp.optimize.loop import replay as run_replay
+    from kernellsp.optimize.result import OptimizeError
     from kernellsp.optimize.verify.gate import VerifyError
     from kernellsp.run.runner import Runner, RunnerError
 

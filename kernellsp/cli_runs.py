@@ -126,8 +126,8 @@ def _run_optimize_loop(
     import threading
 
     from kernellsp.build.nvcc import Cancelled
-    from kernellsp.optimize.loop import OptimizeError
     from kernellsp.optimize.loop import optimize as run_optimize
+    from kernellsp.optimize.result import OptimizeError
     from kernellsp.optimize.verify.gate import VerifyError
     from kernellsp.run.runner import RunnerError
 
@@ -320,8 +320,9 @@ def _optimize_all(
 
     from kernellsp.check import CheckError, CheckOptions, check_text, collect_files
     from kernellsp.optimize import fanout
-    from kernellsp.optimize.loop import OptimizeError, OptimizeOptions, default_proposers
+    from kernellsp.optimize.loop import default_proposers
     from kernellsp.optimize.propose.base import ProposerError
+    from kernellsp.optimize.result import OptimizeError, OptimizeOptions
     from kernellsp.optimize.verify.gate import VerifyOptions
     from kernellsp.rules.engine import load_rules
     from kernellsp.run.runner import Runner

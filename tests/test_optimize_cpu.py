@@ -20,15 +20,10 @@ from typer.testing import CliRunner, Result
 from kernellsp.cli import app
 from kernellsp.optimize.apply import ApplyError, apply_result, record_backup, revert, side_file
 from kernellsp.optimize.evidence import Memory, _write_bundle, state_dir
-from kernellsp.optimize.loop import (
-    CandidateRecord,
-    OptimizeError,
-    OptimizeOptions,
-    OptimizeResult,
-    replay,
-)
+from kernellsp.optimize.loop import replay
 from kernellsp.optimize.propose.base import ProposalContext
 from kernellsp.optimize.propose.tuner import Tuner
+from kernellsp.optimize.result import CandidateRecord, OptimizeError, OptimizeOptions, OptimizeResult
 from kernellsp.optimize.verify.gate import Verdict, VerifyOptions
 from kernellsp.optimize.verify.scope import check_scope, edit_targets
 from kernellsp.profile.environment import local_gpu_problem

@@ -33,8 +33,8 @@ from conftest import SAMPLES_DIR, requires_nvcc  # noqa: E402
 from kernellsp.build.nvcc import Cancelled  # noqa: E402
 from kernellsp.optimize import fanout  # noqa: E402
 from kernellsp.optimize.evidence import Memory, state_dir  # noqa: E402
-from kernellsp.optimize.loop import OptimizeOptions  # noqa: E402
 from kernellsp.optimize.propose.tuner import Tuner  # noqa: E402
+from kernellsp.optimize.result import OptimizeOptions  # noqa: E402
 from kernellsp.optimize.verify import gate  # noqa: E402
 from kernellsp.run.pool import Pool, describe_workers  # noqa: E402
 from kernellsp.run.pool_worker import PoolError  # noqa: E402
@@ -439,7 +439,7 @@ def test_cli_optimize_all_prints_the_table_and_writes_the_page(
 
 
 def test_an_entry_whose_every_candidate_errored_is_an_error_row_with_the_reason() -> None:
-    from kernellsp.optimize.loop import CandidateRecord, OptimizeResult
+    from kernellsp.optimize.result import CandidateRecord, OptimizeResult
 
     rec = CandidateRecord(
         1,

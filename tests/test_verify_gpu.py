@@ -13,8 +13,9 @@ import pytest
 from gpuinfo import gpu_slug, local_gpu_name
 
 from kernellsp.optimize.apply import apply_result, revert
-from kernellsp.optimize.loop import OptimizeOptions, optimize, replay
+from kernellsp.optimize.loop import optimize, replay
 from kernellsp.optimize.propose.tuner import Tuner
+from kernellsp.optimize.result import OptimizeOptions
 from kernellsp.optimize.verify.gate import VerifyOptions, verify
 from kernellsp.profile.environment import runner_environment
 from kernellsp.run.runner import LocalRunner

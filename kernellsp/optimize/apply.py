@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from kernellsp.optimize.evidence import _hash, _read_json, state_dir
 
 if TYPE_CHECKING:
-    from kernellsp.optimize.loop import OptimizeResult
+    from kernellsp.optimize.result import OptimizeResult
 
 
 class ApplyError(RuntimeError):

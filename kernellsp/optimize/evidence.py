@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from kernellsp.source import spec as specmod
 
 if TYPE_CHECKING:
-    from kernellsp.optimize.loop import OptimizeResult
+    from kernellsp.optimize.result import OptimizeResult
 
 
 def state_dir(path: Path) -> Path:

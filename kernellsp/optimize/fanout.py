@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from kernellsp.findings import Finding
-from kernellsp.optimize.loop import OptimizeError, OptimizeOptions, OptimizeResult, optimize
+from kernellsp.optimize.loop import optimize
 from kernellsp.optimize.propose.base import Proposer
+from kernellsp.optimize.result import OptimizeError, OptimizeOptions, OptimizeResult
 from kernellsp.run.runner import Runner, RunnerError
 
 

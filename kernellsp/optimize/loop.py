@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from typing import Any
 from kernellsp.findings import Finding
 from kernellsp.optimize.evidence import Memory, _fresh_dir, _hash, _read_json, _rel, _write_bundle, state_dir
 from kernellsp.optimize.propose.base import Candidate, ProposalContext, Proposer, ProposerError
+from kernellsp.optimize.result import CandidateRecord, OptimizeError, OptimizeOptions, OptimizeResult
 from kernellsp.optimize.verify.gate import Verdict, VerifyError, VerifyOptions, unified_diff, verify
 from kernellsp.rules import engine as rulesmod
 from kernellsp.run.runner import Runner
@@ -37,100 +38,6 @@ from kernellsp.source.model import parse_source
 
 Progress = Callable[[str, float | None], None]
 Event = Callable[[dict[str, Any]], None]
-
-
-class OptimizeError(RuntimeError):
-    """The loop could not run (no spec, runner down, nothing to propose); the message names the fix."""
-
-
-@dataclass
-class OptimizeOptions:
-    """Budgets and gates of one optimize run."""
-
-    rounds: int = 4
-    candidates: int = 4
-    patience: int = 2
-    min_gain_pct: float = 2.0
-    near_roofline_pct: float = 90.0
-    time_budget_s: float = 1800.0
-    #: Candidates verified at once (builds overlap; GPU steps take turns).
-    parallel: int = 4
-    #: Gates of the final verification against the original: this verdict alone decides.
-    verify: VerifyOptions = field(default_factory=VerifyOptions)
-    #: Seeds per candidate during the rounds (selection only; the final check uses ``verify.seeds``).
-    round_seeds: int = 1
-    #: Run compute-sanitizer on every round's candidates too (the final check always does).
-    round_sanitize: bool = False
-
-
-@dataclass
-class CandidateRecord:
-    """One verified candidate, for the bundle, the memory and the progress display."""
-
-    round: int
-    index: int
-    key: str
-    description: str
-    proposer: str
-    rules: list[str]
-    predicted_gain_pct: float | None
-    verdict: str
-    message: str
-    speedup_vs_champion: float | None
-    seconds: float
-    baseline_ms: float | None = None
-    candidate_ms: float | None = None
-
-
-@dataclass
-class OptimizeResult:
-    """What the loop produced."""
-
-    path: str
-    entry: str
-    original_text: str
-    champion_text: str
-    accepted: bool
-    final: Verdict | None
-    candidates: list[CandidateRecord]
-    rounds_run: int
-    stop_reason: str
-    bundle: str | None
-    wall_s: float
-    environment: dict[str, Any]
-    #: The candidate chosen as champion in each round that found a gain, in order.
-    winners: list[str] = field(default_factory=list)
-    #: The gate settings of the final verification (``replay`` re-runs it with these).
-    verify_options: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def speedup(self) -> float | None:
-        return self.final.speedup if self.final is not None and self.final.accepted else None
-
-    def diff(self) -> str:
-        return unified_diff(self.original_text, self.champion_text, Path(self.path).name)
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "entry": self.entry,
-            "accepted": self.accepted,
-            "speedup": self.speedup,
-            "final_verdict": self.final.kind if self.final else None,
-            "final_message": self.final.message if self.final else None,
-            "final_stats": self.final.stats if self.final else None,
-            "roofline": {
-                k: v for k, v in (self.final.details if self.final else {}).items() if "roofline" in k
-            },
-            "rounds": self.rounds_run,
-            "stop_reason": self.stop_reason,
-            "bundle": self.bundle,
-            "winners": self.winners,
-            "wall_s": self.wall_s,
-            "candidates": [asdict(c) for c in self.candidates],
-            "environment": self.environment,
-            "verify_options": self.verify_options,
-        }
 
 
 # --------------------------------------------------------------------------------------------------

@@ -35,9 +35,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "bench")]
 from bench_optimize import _time_reference, _with_sizes  # noqa: E402
 from gpuinfo import gpu_slug  # noqa: E402
 
-from kernellsp.optimize.loop import OptimizeOptions, optimize  # noqa: E402
+from kernellsp.optimize.loop import optimize  # noqa: E402
 from kernellsp.optimize.propose.base import ProposalContext  # noqa: E402
 from kernellsp.optimize.propose.recipes.proposer import RecipeProposer  # noqa: E402
+from kernellsp.optimize.result import OptimizeOptions  # noqa: E402
 from kernellsp.optimize.verify.gate import VerifyOptions, verify  # noqa: E402
 from kernellsp.profile.environment import runner_environment  # noqa: E402
 from kernellsp.run.runner import LocalRunner  # noqa: E402

@@ -32,7 +32,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from gpuinfo import gpu_slug  # noqa: E402  (tests/gpuinfo.py)
 
 from kernellsp.check import CheckOptions, check_text  # noqa: E402
-from kernellsp.optimize.loop import OptimizeOptions, default_proposers, optimize  # noqa: E402
+from kernellsp.optimize.loop import default_proposers, optimize  # noqa: E402
+from kernellsp.optimize.result import OptimizeOptions  # noqa: E402
 from kernellsp.optimize.verify.gate import VerifyOptions  # noqa: E402
 from kernellsp.profile.environment import runner_environment  # noqa: E402
 from kernellsp.profile.findings import footprint_bytes  # noqa: E402

@@ -30,8 +30,9 @@ from kernellsp.lsp.features.code_actions import kind_requested, workspace_edit
 from kernellsp.lsp.jobs import ProgressReporter
 from kernellsp.lsp.server import KernelLspServer
 from kernellsp.optimize.apply import record_backup, side_file
-from kernellsp.optimize.loop import OptimizeError, OptimizeOptions, default_proposers, optimize
+from kernellsp.optimize.loop import default_proposers, optimize
 from kernellsp.optimize.propose.base import ProposerError
+from kernellsp.optimize.result import OptimizeError, OptimizeOptions
 from kernellsp.optimize.verify.gate import VerifyError
 from kernellsp.rules.engine import load_rules
 from kernellsp.run.runner import RunnerError
