@@ -293,84 +293,11 @@ def read_result(out_dir: str | Path) -> HarnessResult:
     """
     d = Path(out_dir)
     p = d / "result.json"
+    data = _load_result_json(p)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise HarnessError(f"{p} does not exist: the harness crashed, was killed or never ran") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HarnessError(f"cannot read {p}: {exc}") from exc
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
-        raise HarnessError(f"{p} is not valid JSON: {exc}") from exc
-    if not isinstance(data, dict) or data.get("format") != RESULT_FORMAT:
-        got = data.get("format") if isinstance(data, dict) else type(data).__name__
-        raise HarnessError(f"{p} has format {got!r}; expected {RESULT_FORMAT!r}")
-    if data.get("status") not in ("ok", "launch_error", "runtime_error", "bad_args"):
-        raise HarnessError(f"{p}: unknown status {data.get('status')!r}")
-    try:
-        buffers = [
-            BufferInfo(
-                name=b["name"],
-                index=int(b.get("index", -1)),
-                ctype=b.get("ctype", ""),
-                dtype=b["dtype"],
-                dir=b["dir"],
-                count=int(b["count"]),
-                bytes=int(b.get("bytes", int(b["count"]) * DTYPE_BYTES[b["dtype"]])),
-                file=b.get("file"),
-                input_file=b.get("input_file"),
-                hash_before=_hex_or_none(b.get("hash_before")),
-                hash_after=_hex_or_none(b.get("hash_after")),
-                digest=_hex_or_none(b.get("digest")),
-                unwritten=b.get("unwritten"),
-                poison_byte=b.get("poison_byte"),
-                rep_digests=[int(x, 16) for x in b["rep_digests"]]
-                if b.get("rep_digests") is not None
-                else None,
-                rep_unwritten=[int(x) for x in b["rep_unwritten"]]
-                if b.get("rep_unwritten") is not None
-                else None,
-                guarded=bool(b.get("guarded", False)),
-                guard_damage=b.get("guard_damage"),
-            )
-            for b in data.get("buffers") or []
-        ]
-
-        def set_buffers(entries: Any) -> dict[str, SetBuffer]:
-            return {
-                name: SetBuffer(
-                    file=v.get("file"),
-                    input_file=v.get("input_file"),
-                    hash_before=_hex_or_none(v.get("hash_before")),
-                    digest=_hex_or_none(v.get("digest")),
-                    unwritten=v.get("unwritten"),
-                    mutated=v.get("mutated"),
-                )
-                for name, v in (entries or {}).items()
-            }
-
-        sets = [
-            SetInfo(
-                index=int(s["index"]),
-                spec=str(s["spec"]),
-                seed=int(s["seed"]),
-                pattern=str(s["pattern"]),
-                launch=None if s.get("launch") is None else int(s["launch"]),
-                abs=bool(s.get("abs", False)),
-                buffers=set_buffers(s.get("buffers")),
-            )
-            for s in data.get("sets") or []
-        ]
-        snapshots = [
-            SnapshotInfo(
-                index=int(s["index"]),
-                launch=int(s["launch"]),
-                input_seed=int(s["input_seed"]),
-                buffers=set_buffers(s.get("buffers")),
-            )
-            for s in data.get("snapshots") or []
-        ]
+        buffers = [_buffer_info(b) for b in data.get("buffers") or []]
+        sets = [_set_info(s) for s in data.get("sets") or []]
+        snapshots = [_snapshot_info(s) for s in data.get("snapshots") or []]
         bw = data.get("copy_bandwidth_bytes_per_s")
         return HarnessResult(
             out_dir=d,
@@ -411,3 +338,84 @@ def read_result(out_dir: str | Path) -> HarnessResult:
         )
     except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise HarnessError(f"{p}: malformed result ({type(exc).__name__}: {exc})") from exc
+
+
+def _load_result_json(p: Path) -> dict[str, Any]:
+    """``result.json`` parsed and checked for its format and status; :class:`HarnessError` otherwise."""
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise HarnessError(f"{p} does not exist: the harness crashed, was killed or never ran") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HarnessError(f"cannot read {p}: {exc}") from exc
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        raise HarnessError(f"{p} is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict) or data.get("format") != RESULT_FORMAT:
+        got = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise HarnessError(f"{p} has format {got!r}; expected {RESULT_FORMAT!r}")
+    if data.get("status") not in ("ok", "launch_error", "runtime_error", "bad_args"):
+        raise HarnessError(f"{p}: unknown status {data.get('status')!r}")
+    return data
+
+
+def _buffer_info(b: Any) -> BufferInfo:
+    """One entry of result.json's ``buffers``."""
+    return BufferInfo(
+        name=b["name"],
+        index=int(b.get("index", -1)),
+        ctype=b.get("ctype", ""),
+        dtype=b["dtype"],
+        dir=b["dir"],
+        count=int(b["count"]),
+        bytes=int(b.get("bytes", int(b["count"]) * DTYPE_BYTES[b["dtype"]])),
+        file=b.get("file"),
+        input_file=b.get("input_file"),
+        hash_before=_hex_or_none(b.get("hash_before")),
+        hash_after=_hex_or_none(b.get("hash_after")),
+        digest=_hex_or_none(b.get("digest")),
+        unwritten=b.get("unwritten"),
+        poison_byte=b.get("poison_byte"),
+        rep_digests=[int(x, 16) for x in b["rep_digests"]] if b.get("rep_digests") is not None else None,
+        rep_unwritten=[int(x) for x in b["rep_unwritten"]] if b.get("rep_unwritten") is not None else None,
+        guarded=bool(b.get("guarded", False)),
+        guard_damage=b.get("guard_damage"),
+    )
+
+
+def _set_buffers(entries: Any) -> dict[str, SetBuffer]:
+    return {
+        name: SetBuffer(
+            file=v.get("file"),
+            input_file=v.get("input_file"),
+            hash_before=_hex_or_none(v.get("hash_before")),
+            digest=_hex_or_none(v.get("digest")),
+            unwritten=v.get("unwritten"),
+            mutated=v.get("mutated"),
+        )
+        for name, v in (entries or {}).items()
+    }
+
+
+def _set_info(s: Any) -> SetInfo:
+    """One entry of result.json's ``sets`` (check mode)."""
+    return SetInfo(
+        index=int(s["index"]),
+        spec=str(s["spec"]),
+        seed=int(s["seed"]),
+        pattern=str(s["pattern"]),
+        launch=None if s.get("launch") is None else int(s["launch"]),
+        abs=bool(s.get("abs", False)),
+        buffers=_set_buffers(s.get("buffers")),
+    )
+
+
+def _snapshot_info(s: Any) -> SnapshotInfo:
+    """One entry of result.json's ``snapshots`` (time mode, ``--check-launches``)."""
+    return SnapshotInfo(
+        index=int(s["index"]),
+        launch=int(s["launch"]),
+        input_seed=int(s["input_seed"]),
+        buffers=_set_buffers(s.get("buffers")),
+    )
