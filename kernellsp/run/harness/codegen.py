@@ -236,6 +236,11 @@ def _user_code_lines(src: str) -> list[str]:
 def _glue(plan: HarnessPlan) -> str:
     """The C++ after the user's file: signature checks and the call. It names only ``kernellsp*``/``kl_*``
     identifiers and ``std::`` aliases, so macros the user's file defines (``N``, ``block``) cannot break it."""
+    return "\n".join([*_glue_signature_checks(plan), "", *_glue_entry_functions(plan)])
+
+
+def _glue_signature_checks(plan: HarnessPlan) -> list[str]:
+    """``static_assert``s that the entry takes the parameters the spec describes, with fitting types."""
     entry = plan.entry
     nargs = len(plan.args)
     G: list[str] = []
@@ -277,7 +282,14 @@ def _glue(plan: HarnessPlan) -> str:
             msg = f"kernellsp harness: scalar parameter {a.name} of {entry} ({a.ctype}) cannot be set from a number"
             w(f"static_assert(!std::is_pointer_v<{p}> && kernellsp_h::scalar_ok_v<{p}>, {_c_str(msg)});")
     w("}  // namespace kernellsp_glue")
-    w("")
+    return G
+
+
+def _glue_entry_functions(plan: HarnessPlan) -> list[str]:
+    """The runtime's hooks into the entry: ``entry_prepare``, ``entry_attributes`` and ``entry_launch``."""
+    entry = plan.entry
+    G: list[str] = []
+    w = G.append
     w("cudaError_t kernellsp_h::entry_prepare(int kl_shape) {")
     if plan.kind == "global":
         w("  const std::size_t kl_smem = kernellsp_h::launch_smem(kl_shape);")
@@ -318,7 +330,7 @@ def _glue(plan: HarnessPlan) -> str:
             f'  kernellsp_h::call_launcher([&]() {{ return ::{entry}({call_args}); }}, "{entry} (its return value)");'
         )
     w("}")
-    return "\n".join(G)
+    return G
 
 
 def harness_compile_command(
