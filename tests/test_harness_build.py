@@ -26,6 +26,12 @@ requires_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
 def fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A private cache directory and no runtime builds remembered from other tests."""
     d = tmp_path / "cache"
+    # A runtime build that an earlier test started (and stopped waiting for) goes on in its thread and
+    # stores its object in whatever cache directory the environment names when it ends: let it end first,
+    # or it lands in this test's private cache.
+    for t in threading.enumerate():
+        if t.name == "kernellsp-runtime-build":
+            t.join(timeout=600)
     monkeypatch.setenv("KERNELLSP_CACHE_DIR", str(d))
     monkeypatch.delenv("KERNELLSP_NO_CACHE", raising=False)
     monkeypatch.setattr(hb, "_inflight", {})
