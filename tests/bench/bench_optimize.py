@@ -53,6 +53,10 @@ def _cases(args: argparse.Namespace) -> list[dict[str, Any]]:
         if args.only:
             wanted = {w.strip() for w in args.only.split(",") if w.strip()}
             cases = [c for c in cases if Path(c["file"]).name in wanted or c["file"] in wanted]
+            named = {Path(c["file"]).name for c in cases} | {c["file"] for c in cases}
+            unknown = sorted(wanted - named)
+            if unknown:
+                raise SystemExit(f"--only: not in {args.suite}: {', '.join(unknown)}")
         return cases
     return [{"file": f"samples/{p.name}"} for p in sorted((ROOT / "samples").glob("*.cu"))]
 
@@ -134,6 +138,7 @@ def main() -> int:
     )
     ap.add_argument("files", nargs="*")
     args = ap.parse_args()
+    cases = _cases(args)  # a bad --only is named before any GPU work
     runner = LocalRunner()
     env = runner_environment(runner)
     rules = load_rules(None)
@@ -141,7 +146,7 @@ def main() -> int:
     (work / "kernellsp.toml").write_text("")
     rows = []
     proposers = default_proposers(None, rules, args.proposer)
-    for case in _cases(args):
+    for case in cases:
         src = ROOT / case["file"]
         path = work / src.name
         text = src.read_text()
