@@ -37,6 +37,7 @@ from kernellsp.run.harness import (
     plan_harness,
     poison_byte,
     read_result,
+    reference_elements,
 )
 from kernellsp.source.model import parse_source
 from kernellsp.source.spec import KernelSpec, parse_spec_text, specs_from_source
@@ -284,6 +285,24 @@ __global__ void probe(const float* a, float* c, int n, int mode) {
 }
 """
 
+# Buffers above the harness's parallel-fill threshold (2^20 elements): filled in chunks on several threads.
+BIG_FILL = """\
+/* kernellsp
+sizes = { N = 3000007 }
+launch = { grid = "ceil_div(N, 256)", block = 256 }
+[args]
+a = { dtype = "f32", dir = "in", count = "N", dist = "uniform(-2, 3)" }
+b = { dtype = "i32", dir = "in", count = "N", dist = "randint(-7, 9)" }
+c = { dtype = "f16", dir = "in", count = "N", dist = "normal(0, 1)" }
+out = { dtype = "f32", dir = "out", count = "N" }
+n = { value = "N" }
+*/
+__global__ void big(const float* a, const int* b, const __half* c, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = a[i] + b[i] + __half2float(c[i]);
+}
+"""
+
 KERNELS: dict[str, tuple[str, str]] = {
     "vadd": (VADD, "vadd"),
     "guard": (GUARD_PROBE, "probe"),
@@ -295,6 +314,7 @@ KERNELS: dict[str, tuple[str, str]] = {
     "host": (HOST_LAUNCHER, "solve"),
     "host_err": (HOST_LAUNCHER_ERR, "solve"),
     "own_main": (OWN_MAIN, "square"),
+    "big": ("#include <cuda_fp16.h>\n" + BIG_FILL, "big"),
 }
 
 
@@ -362,7 +382,9 @@ def test_harness_compiles(built: dict[str, Built], name: str) -> None:
 
 @needs_nvcc
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(KERNELS))
+# "big" is checked at chosen positions (test_parallel_fill_of_large_buffers_matches_the_mirror): the pure
+# Python mirror of all its 9M elements takes a minute.
+@pytest.mark.parametrize("name", [k for k in KERNELS if k != "big"])
 def test_inputs_mode_matches_python_mirror(built: dict[str, Built], name: str, tmp_path: Path) -> None:
     """``--mode inputs`` needs no GPU: the C++ fills must equal fill_reference bit for bit."""
     b = built[name]
@@ -470,6 +492,44 @@ def test_input_sets_match_the_python_mirror(built: dict[str, Built], name: str, 
                 assert got == want, f"{name}.{a.name} shape {shape} set {s.spec}"
         # Set 0 is the legacy single set: same bytes and file as --seed alone.
         assert res.sets[0].buffers[b.plan.inputs[0].name].input_file == b.plan.inputs[0].in_file
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_parallel_fill_of_large_buffers_matches_the_mirror(built: dict[str, Built], tmp_path: Path) -> None:
+    """Above 2^20 elements the host fill runs in chunks on several threads: every element (checked at each
+    possible chunk boundary for 2 to 16 threads, and at random) is still the mirror's, for every pattern."""
+    import random
+
+    b = built["big"]
+    assert b.returncode == 0, b.stderr[-2000:]
+    n = b.plan.shapes[0].counts["a"]
+    edges = {0, 1, n - 2, n - 1}
+    for threads in range(2, 17):
+        step = (n + threads - 1) // threads
+        edges |= {j for k in range(1, threads) for j in (k * step - 1, k * step) if 0 <= j < n}
+    rng = random.Random(7)
+    idx = sorted(edges | {rng.randrange(n) for _ in range(300)})
+    sets = [input_set(91, p) for p in PATTERNS] + [input_set(92, "spikes", abs=True)]
+    out = tmp_path / "big"
+    proc = _run(b.exe, "--mode", "inputs", "--out", str(out), "--sets", ",".join(sets))
+    assert proc.returncode == 0, proc.stderr
+    res = read_result(out)
+    for s in res.sets:
+        for a in b.plan.inputs:
+            assert a.dtype is not None
+            sb = s.buffers[a.name]
+            assert sb.input_file is not None
+            got = (out / sb.input_file).read_bytes()
+            assert sb.hash_before == fnv1a64(got)
+            es = len(got) // n
+            picked = b"".join(got[j * es : (j + 1) * es] for j in idx)
+            want = reference_elements(b.plan, 0, s.seed, a.name, idx, pattern=s.pattern, abs=s.abs)
+            if b.plan.shapes[0].dists[a.name].kind == "normal" and s.pattern == "spec":
+                g, w = decode_buffer(picked, a.dtype), decode_buffer(want, a.dtype)
+                assert all(math.isclose(x, y, rel_tol=1e-2, abs_tol=1e-3) for x, y in zip(g, w, strict=True))
+            else:
+                assert picked == want, f"{a.name} set {s.spec}"
 
 
 def test_patterns_stay_in_the_spec_range_and_expose_partial_reads() -> None:

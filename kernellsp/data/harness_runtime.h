@@ -34,6 +34,8 @@
 #include <chrono>
 #include <random>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 #endif
 
@@ -708,9 +710,27 @@ struct State {
   bool entry_is_kernel = false;
   u64 entry_static_smem = 0;
   double copy_bw = 0.0;  // bytes/s of a device-to-device copy (time mode), 0 when not measured
+  // Host wall seconds per step of this process (evidence of where a verification's time goes; never a verdict).
+  std::vector<std::pair<std::string, double>> host_seconds;
 };
 
 static State g_state;
+
+// Adds the wall time of its scope to g_state.host_seconds[name].
+struct HostPhase {
+  const char* name;
+  std::chrono::steady_clock::time_point t0;
+  explicit HostPhase(const char* n) : name(n), t0(std::chrono::steady_clock::now()) {}
+  ~HostPhase() {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (auto& kv : g_state.host_seconds)
+      if (kv.first == name) {
+        kv.second += s;
+        return;
+      }
+    g_state.host_seconds.emplace_back(name, s);
+  }
+};
 
 inline std::string json_str(const std::string& s) {
   std::string o = "\"";
@@ -904,6 +924,10 @@ inline std::string result_json() {
        ", \"error\": " + (s.smem_error.empty() ? std::string("null") : json_str(s.smem_error)) + "},\n";
   j += "  \"copy_bandwidth_bytes_per_s\": " + (s.copy_bw > 0 ? json_double(s.copy_bw) : std::string("null")) + ",\n";
   j += "  \"check_launches\": " + std::to_string(o.check_launches) + ",\n";
+  j += "  \"host_seconds\": {";
+  for (std::size_t i = 0; i < s.host_seconds.size(); ++i)
+    j += std::string(i ? ", " : "") + json_str(s.host_seconds[i].first) + ": " + json_double(s.host_seconds[i].second);
+  j += "},\n";
   j += "  \"sets\": [";
   for (std::size_t i = 0; i < s.set_results.size(); ++i) j += std::string(i ? ",\n    " : "\n    ") + set_json(i);
   j += s.set_results.empty() ? "],\n" : "\n  ],\n";
@@ -1136,6 +1160,31 @@ inline void make_buffers() {
   }
 }
 
+// Calls f(lo, hi) on disjoint chunks covering [0, n), on up to 16 threads when n is large: the host input
+// fill (a counter-based generator, so any chunk can be filled on its own) dominated a verification's
+// harness processes on big shapes (0.5 s per input set of 32M elements on one core).
+template <class F>
+inline void parallel_chunks(u64 n, F f) {
+  const u64 min_chunk = 1u << 20;
+  u64 threads = std::thread::hardware_concurrency();
+  threads = std::min<u64>(std::min<u64>(threads ? threads : 1, 16), (n + min_chunk - 1) / min_chunk);
+  if (threads <= 1) {
+    f((u64)0, n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  const u64 step = (n + threads - 1) / threads;
+  try {
+    for (u64 lo = step; lo < n; lo += step) pool.emplace_back(f, lo, std::min(n, lo + step));
+  } catch (const std::system_error&) {
+    // No more threads (a process limit): the rest is filled on this one.
+    const u64 done = step * (pool.size() + 1);
+    if (done < n) f(done, n);
+  }
+  f((u64)0, std::min(n, step));
+  for (std::thread& th : pool) th.join();
+}
+
 // Fills the host copy of every in/inout buffer for set `i` (its seed, pattern and |x| modifier). Set 0
 // also sets the legacy per-buffer fields (hash_before, input_file); --dump-inputs (and mode inputs)
 // write the bytes, set i > 0 as <stem>.s<i>.in.bin. `r` (may be null) receives the per-set fields.
@@ -1150,10 +1199,15 @@ inline void fill_host_set(std::size_t i, SetResult* r) {
     b.init.assign(b.bytes, 0);
     const u64 key = stream_key(ss.seed, b.arg);
     const Dist& d = sh.dists[b.arg];
-    for (u64 j = 0; j < b.count; ++j) fill_pattern_one(b.init.data(), j, b.count, a.dtype, d, key, ss.pattern);
-    if (ss.abs && a.dtype <= DT_F64) {
-      for (u64 j = 0; j < b.count; ++j) abs_elem(b.init.data(), j, b.esize);
-    }
+    unsigned char* data = b.init.data();
+    const u64 count = b.count;
+    const int dtype = a.dtype, pattern = ss.pattern, esize = b.esize;
+    const bool absolute = ss.abs && a.dtype <= DT_F64;
+    parallel_chunks(count, [=, &d](u64 lo, u64 hi) {
+      for (u64 j = lo; j < hi; ++j) fill_pattern_one(data, j, count, dtype, d, key, pattern);
+      if (absolute)
+        for (u64 j = lo; j < hi; ++j) abs_elem(data, j, esize);
+    });
     const bool hashed = i == 0 || dump;
     const u64 h = hashed ? fnv1a64(b.init.data(), b.bytes) : 0;
     if (i == 0) {
@@ -1700,23 +1754,37 @@ inline void mode_check(const DeviceFacts& f) {
     const SetSpec& ss = g_state.sets[i];
     SetResult& r = g_state.set_results[i];
     if (ss.has_launch) {
+      HostPhase ph("fill_inputs_device");
       if (!dists_uploaded) upload_fresh_dists();
       dists_uploaded = true;
       fill_device_inputs(launch_seed(ss.seed, ss.launch), ss.abs, f.sm_count);
     } else if (i > 0) {
-      fill_host_set(i, &r);  // set 0 was filled and uploaded before the device was set up
+      {
+        HostPhase ph("fill_inputs");
+        fill_host_set(i, &r);  // set 0 was filled and uploaded before the device was set up
+      }
+      HostPhase ph("upload");
       upload_inputs();
     }
-    for (std::size_t k = 0; k < g_state.bufs.size(); ++k) {
-      const Buffer& b = g_state.bufs[k];
-      u64 same = 0;
-      if (kArgs[b.arg].dir == DIR_IN) device_digest(b.dev, b.count, b.esize, 0, &before[k], &same);
+    {
+      HostPhase ph("digest");
+      for (std::size_t k = 0; k < g_state.bufs.size(); ++k) {
+        const Buffer& b = g_state.bufs[k];
+        u64 same = 0;
+        if (kArgs[b.arg].dir == DIR_IN) device_digest(b.dev, b.count, b.esize, 0, &before[k], &same);
+      }
     }
-    poison_outputs();
-    poison_shared_memory();
-    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize before the entry");
-    launch_checked(ptrs.data());
-    sync_checked();
+    {
+      HostPhase ph("poison");
+      poison_outputs();
+      poison_shared_memory();
+      check(cudaDeviceSynchronize(), "cudaDeviceSynchronize before the entry");
+    }
+    {
+      HostPhase ph("launch");
+      launch_checked(ptrs.data());
+      sync_checked();
+    }
     for (std::size_t k = 0; k < g_state.bufs.size(); ++k) {
       Buffer& b = g_state.bufs[k];
       const ArgInfo& a = kArgs[b.arg];
@@ -1734,12 +1802,19 @@ inline void mode_check(const DeviceFacts& f) {
         }
         continue;
       }
-      host.assign(b.bytes, 0);
-      check(cudaMemcpy(host.data(), b.dev, b.bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(read back)");
-      digest_host(host.data(), b.count, b.esize, b.poison, &sb.digest, &sb.unwritten);
+      {
+        HostPhase ph("readback");
+        host.assign(b.bytes, 0);
+        check(cudaMemcpy(host.data(), b.dev, b.bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(read back)");
+      }
+      {
+        HostPhase ph("digest");
+        digest_host(host.data(), b.count, b.esize, b.poison, &sb.digest, &sb.unwritten);
+      }
       sb.has_digest = true;
       sb.file = i == 0 ? std::string(a.file) : file_variant(a.file, ".bin", "s" + std::to_string(i));
       std::string err;
+      HostPhase ph("write_outputs");
       check_io(write_file(path_in_out(sb.file.c_str()), host.data(), b.bytes, &err), err);
       if (i == 0) {
         b.digest = sb.digest;
@@ -1896,13 +1971,32 @@ inline int run(int argc, char** argv) {
     for (std::size_t i = 0; i < g_state.sets.size(); ++i) fill_host_set(i, &g_state.set_results[i]);
     finish("ok", "", 0);
   }
-  if (!g_state.sets[0].has_launch) fill_host_set(0, per_set ? &g_state.set_results[0] : nullptr);
-  DeviceFacts f = setup_device();
-  allocate_buffers();
-  upload_inputs();
-  if (g_state.opt.mode == "check") mode_check(f);
-  else if (g_state.opt.mode == "time") mode_time(f);
-  else mode_profile(f);
+  if (!g_state.sets[0].has_launch) {
+    HostPhase ph("fill_inputs");
+    fill_host_set(0, per_set ? &g_state.set_results[0] : nullptr);
+  }
+  DeviceFacts f;
+  {
+    HostPhase ph("device_setup");
+    f = setup_device();
+  }
+  {
+    HostPhase ph("allocate");
+    allocate_buffers();
+  }
+  {
+    HostPhase ph("upload");
+    upload_inputs();
+  }
+  if (g_state.opt.mode == "check") {
+    mode_check(f);
+  } else if (g_state.opt.mode == "time") {
+    HostPhase ph("time");
+    mode_time(f);
+  } else {
+    HostPhase ph("profile");
+    mode_profile(f);
+  }
   finish("ok", "", 0);
 }
 

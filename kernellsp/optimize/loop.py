@@ -151,6 +151,8 @@ def optimize(
     stop = "round budget"
     no_gain = 0
     rounds_run = 0
+    # Wall seconds per step of the run (propose, verify each round, the final verification): where it went.
+    phases: dict[str, float] = {"prepare": time.monotonic() - t0}
     for rnd in range(1, opts.rounds + 1):
         if cancel is not None and cancel.is_set():
             stop = "cancelled"
@@ -159,12 +161,16 @@ def optimize(
             stop = "time budget"
             break
         rounds_run = rnd
+        t_step = time.monotonic()
         ctx = _proposal_context(run, champion, records, findings, profile, rnd)
         cands = _gather_candidates(proposers, ctx, opts.candidates, rnd, say, emit)
+        phases[f"round{rnd}_propose"] = time.monotonic() - t_step
         if not cands:
             stop = "no new candidates"
             break
+        t_step = time.monotonic()
         outcomes = _verify_candidates(run, cands, champion, rnd, round_opts, opts.parallel)
+        phases[f"round{rnd}_verify"] = time.monotonic() - t_step
         best = _record_verdicts(run, cands, outcomes, champion, champion_speedup, rnd, records)
         if best is None:
             no_gain += 1
@@ -190,7 +196,9 @@ def optimize(
             break
     final: Verdict | None = None
     if champion != text and not (cancel is not None and cancel.is_set()):
+        t_step = time.monotonic()
         final = _final_verdict(run, champion, opts.verify)
+        phases["final_verify"] = time.monotonic() - t_step
     elif cancel is not None and cancel.is_set():
         stop = "cancelled"
     result = OptimizeResult(
@@ -208,6 +216,7 @@ def optimize(
         environment=env,
         winners=winners if final is not None and final.accepted else [],
         verify_options=asdict(opts.verify),
+        phases={k: round(v, 3) for k, v in phases.items()},
     )
     _write_bundle(bundle, path, result)
     return result
@@ -357,6 +366,7 @@ def _record_verdicts(
             secs,
             v.stats["baseline_median_ms"] if v.stats else None,
             v.stats["candidate_median_ms"] if v.stats else None,
+            {k: round(x, 3) for k, x in (v.details.get("phase_seconds") or {}).items()},
         )
         records.append(rec)
         cdir = run.bundle / "candidates" / f"r{rnd}-{i}-{cand.key}"

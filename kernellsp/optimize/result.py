@@ -52,6 +52,8 @@ class CandidateRecord:
     seconds: float
     baseline_ms: float | None = None
     candidate_ms: float | None = None
+    #: Seconds per gate of this candidate's verification (build, correctness, timing, ...).
+    phase_seconds: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -74,6 +76,8 @@ class OptimizeResult:
     winners: list[str] = field(default_factory=list)
     #: The gate settings of the final verification (``replay`` re-runs it with these).
     verify_options: dict[str, Any] = field(default_factory=dict)
+    #: Wall seconds per step of the run: prepare, ``roundN_propose``, ``roundN_verify``, ``final_verify``.
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def speedup(self) -> float | None:
@@ -99,6 +103,7 @@ class OptimizeResult:
             "bundle": self.bundle,
             "winners": self.winners,
             "wall_s": self.wall_s,
+            "phases": self.phases,
             "candidates": [asdict(c) for c in self.candidates],
             "environment": self.environment,
             "verify_options": self.verify_options,

@@ -212,7 +212,10 @@ def main() -> int:
             "sizes": case.get("sizes"),
             "reference": reference,
             "target": case.get("target"),
-            "phases": final.details.get("phases") if final else None,
+            # Where the wall time went: the run's steps, then the final verification's gates and processes.
+            "phases": res.phases,
+            "final_phases": final.details.get("phase_seconds") if final else None,
+            "final_harness_runs": final.details.get("harness_runs") if final else None,
             # Sets where the baseline's own float error was the difference (kernellsp.optimize.verify.oracle).
             "oracle": final.details.get("oracle") if final else None,
             "winner": " + ".join(res.winners) if res.accepted else None,
@@ -223,6 +226,8 @@ def main() -> int:
                     "verdict": c.verdict,
                     "speedup": c.speedup_vs_champion,
                     "message": c.message[:200],
+                    "seconds": round(c.seconds, 3),
+                    "phase_seconds": c.phase_seconds,
                 }
                 for c in res.candidates
             ],
@@ -314,12 +319,47 @@ def render(rows: list[dict], env: dict, args: argparse.Namespace) -> str:
             f"| {r['sample']} | {r['entry']} | {sizes} | {base} | {best} | {speed}{ci} | {ref_ms} | {pct_s} | "
             f"{r.get('target') or ''} | {_target_met(r)} | {winner} | {r['rounds']} | {r['wall_s']:.0f} |"
         )
+    lines += _phase_table(rows)
     lines += [
         "",
-        "Every candidate's verdict (and the final verification's phases) is in the .json next to this file.",
+        "Every candidate's verdict, gate seconds and the final verification's harness processes are in the .json "
+        "next to this file.",
         "",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _phase_table(rows: list[dict]) -> list[str]:
+    """Where each row's wall time went: the run's steps (s), and the final verification's gates (s)."""
+    have = [r for r in rows if r.get("phases")]
+    if not have:
+        return []
+    out = [
+        "",
+        "## Phase breakdown (seconds)",
+        "",
+        "Run steps: `prepare` (parse, plan), `rN propose` / `rN verify` (round N: proposing, then verifying its "
+        "candidates in parallel, GPU steps taking turns), `final` (the champion against the original). Final "
+        "gates: build, correctness (every shape and input set, both sides), oracle / error budget (when asked), "
+        "sanitizer (compute-sanitizer tools on every shape), timing (A/B rounds), launch checks (outputs of "
+        "timed launches).",
+        "",
+        "| file | wall | run steps | final verification gates | harness processes in the final (count, s) |",
+        "|---|---:|---|---|---|",
+    ]
+    for r in have:
+        steps = ", ".join(
+            f"{k.replace('round', 'r').replace('_', ' ')} {v:.1f}" for k, v in r["phases"].items()
+        )
+        gates = ", ".join(f"{k} {v:.1f}" for k, v in (r.get("final_phases") or {}).items()) or "n/a"
+        runs = r.get("final_harness_runs") or []
+        by_kind: dict[str, list[float]] = {}
+        for run in runs:
+            kind = f"{run.get('tool') or run.get('mode')}/{run.get('exe', '').removeprefix('h_')}"
+            by_kind.setdefault(kind, []).append(float(run.get("wall_s") or 0.0))
+        procs = ", ".join(f"{k} {len(v)}× {sum(v):.1f}" for k, v in by_kind.items()) or "n/a"
+        out.append(f"| {r['sample']} | {r['wall_s']:.0f} | {steps} | {gates} | {procs} |")
+    return out
 
 
 if __name__ == "__main__":

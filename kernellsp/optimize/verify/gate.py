@@ -177,6 +177,7 @@ def verify(
         session.close()
     v.details.setdefault("run_seed", session.run_seed)
     v.details.setdefault("phase_seconds", session.phase_s)
+    v.details.setdefault("harness_runs", session.runs)
     v.environment = env
     v.seconds = time.monotonic() - t0
     return v

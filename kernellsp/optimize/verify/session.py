@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,9 @@ class Session:
         self.exe_paths: dict[str, str] = {}
         #: The baseline's higher-precision oracle (built on the first float mismatch); None: nothing to promote.
         self.oracle: oracle.OracleRuns | None = None
+        #: Every harness process of this verification and where its seconds went (evidence of the gate's cost:
+        #: wall with the GPU-lock wait, the process alone, and the harness's own host steps).
+        self.runs: list[dict[str, Any]] = []
 
     def close(self) -> None:
         self.runner.cleanup(self.wd)
@@ -92,11 +96,26 @@ class Session:
             check_launches=check_launches,
             alloc=alloc,  # type: ignore[arg-type]
         )
+        t0 = time.monotonic()
         res = self.run([*(wrapper or []), *argv], timeout=timeout)
+        record: dict[str, Any] = {
+            "exe": exe,
+            "mode": mode,
+            "shape": shape,
+            "sets": len(sets or []) or 1,
+            "tool": Path(wrapper[0]).name if wrapper else None,
+            "wall_s": round(time.monotonic() - t0, 3),
+            "process_s": round(float(getattr(res, "seconds", 0.0) or 0.0), 3),
+        }
+        self.runs.append(record)
         try:
-            return res, self.result(out), out
+            result = self.result(out)
         except harness.HarnessError:
             return res, None, out
+        host = result.raw.get("host_seconds")
+        if isinstance(host, dict):
+            record["host_s"] = {k: round(float(v), 3) for k, v in host.items() if isinstance(v, int | float)}
+        return res, result, out
 
 
 def _bytes(r: harness.HarnessResult, name: str) -> bytes:

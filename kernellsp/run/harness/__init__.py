@@ -52,6 +52,7 @@ from kernellsp.run.harness.mirror import (
     mix64,
     pattern_applies,
     poison_byte,
+    reference_elements,
     stream_key,
 )
 from kernellsp.run.harness.plan import (
@@ -110,6 +111,7 @@ __all__ = [
     "plan_harness",
     "poison_byte",
     "read_result",
+    "reference_elements",
     "runtime_source",
     "stream_key",
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Iterable
 
 from kernellsp.run.harness.common import _FLOAT_MAX, _INT_RANGE, PATTERNS, HarnessError
 from kernellsp.run.harness.dists import DistPlan
@@ -270,6 +271,23 @@ def fill_reference(
     uses the GPU's libm and may differ in the last bit). ``pattern`` and ``abs`` give the input set
     ``SEED:PATTERN[+abs]`` of check mode (:func:`input_set`). Pure Python: meant for small shapes and tests.
     """
+    count = plan.shapes[shape].counts[name]
+    return reference_elements(plan, shape, seed, name, range(count), launch=launch, pattern=pattern, abs=abs)
+
+
+def reference_elements(
+    plan: HarnessPlan,
+    shape: int,
+    seed: int,
+    name: str,
+    indices: Iterable[int],
+    *,
+    launch: int | None = None,
+    pattern: str = "spec",
+    abs: bool = False,
+) -> bytes:
+    """The bytes of the elements ``indices`` of :func:`fill_reference`'s buffer, in that order: every element
+    depends only on its index, so a large buffer can be checked at chosen positions."""
     a = plan.arg(name)
     if not a.is_buffer or a.dir not in ("in", "inout"):
         raise HarnessError(f"{name!r} is not an input buffer of {plan.entry}")
@@ -283,7 +301,7 @@ def fill_reference(
     count = sp.counts[name]
     lo, hi = _pattern_range(d, a.dtype) if applies is not None and not applies[0] else (0.0, 0.0)
     out = bytearray()
-    for j in range(count):
+    for j in indices:
         if applies is None:
             int_path, fv, iv = _element(d, a.dtype, j, key)
         elif applies[0]:
