@@ -202,6 +202,55 @@ def test_bf16_is_widened_from_the_upper_half() -> None:
 # compare.resolve_tolerance
 
 
+def _plain_compare(g: np.ndarray, w: np.ndarray, tol: compare.Tolerance) -> tuple[int | None, int, float]:
+    """The rule of compare(), written out on whole arrays: (first bad index, bad count, norm-relative error)."""
+    g64, w64 = g.astype(np.float64), w.astype(np.float64)
+    fw = np.isfinite(w64)
+    atol = tol.atol_abs + tol.atol_rel * (float(np.max(np.abs(w64[fw]))) if fw.any() else 0.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(g64 - w64)
+        ok = err <= atol + tol.rtol * np.abs(w64)
+    nonfinite = ~np.isfinite(g64) | ~fw
+    ok = np.where(nonfinite, np.isinf(g64) & np.isinf(w64) & (np.sign(g64) == np.sign(w64)), ok)
+    fin = np.isfinite(g64) & fw
+    norm_w = float(np.linalg.norm(w64[fw]))
+    with np.errstate(invalid="ignore", over="ignore"):
+        norm_err = float(np.linalg.norm((g64 - w64)[fin])) / norm_w if norm_w > 0 else 0.0
+    bad = np.flatnonzero(~ok)
+    return (int(bad[0]) if bad.size else None), int(bad.size), norm_err
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+@pytest.mark.parametrize("case", range(12))
+def test_chunked_compare_agrees_with_the_whole_array_rule(dtype: str, case: int) -> None:
+    """compare_error works in chunks and only on differing bits: across chunk edges, with NaN/inf on either
+    side, bit-identical stretches and scattered errors, it gives the plain rule's verdict, index and error."""
+    rng = np.random.default_rng(case)
+    n = int(rng.choice([1, 7, compare._CHUNK - 1, compare._CHUNK + 3, 3 * compare._CHUNK + 17]))
+    npd = np.float32 if dtype == "f32" else np.float16
+    w = rng.normal(0, 3, n).astype(npd)
+    g = w.copy()
+    k = rng.integers(0, n, size=int(rng.integers(0, 6)))
+    g[k] = (g[k] * npd(1 + rng.choice([1e-6, 1e-3, 0.1]))).astype(npd)  # a few elements off
+    if case % 3 == 1 and n > 3:
+        g[-1] = np.inf if case % 2 else np.nan
+    if case % 4 == 2:
+        w[n // 2] = np.nan if case % 8 == 2 else np.inf
+        g[n // 2] = w[n // 2]  # identical non-finite bits: inf matches inf, NaN never matches
+    if case % 5 == 4:
+        g = (w.astype(np.float64) * (1 + 1e-4)).astype(npd)  # every element slightly off
+    tol = compare.resolve_tolerance(dtype)
+    mm, err = compare.compare_error("y", dtype, g.tobytes(), w.tobytes(), tol)
+    first, nbad, norm_err = _plain_compare(g, w, tol)
+    assert err == pytest.approx(norm_err, rel=1e-9, abs=1e-15)
+    if first is not None:
+        assert mm is not None and mm.index == first and mm.bad_elements == nbad
+    elif norm_err > tol.norm_rtol:
+        assert mm is not None and mm.bad_elements == 0
+    else:
+        assert mm is None
+
+
 def test_resolve_tolerance_defaults() -> None:
     for dtype in ("f64", "f32", "f16", "bf16"):
         assert compare.resolve_tolerance(dtype) == compare.DEFAULTS[dtype]

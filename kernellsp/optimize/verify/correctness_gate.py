@@ -375,7 +375,7 @@ def _compare_set(
         got = cout.read_set_bytes(i, a.name)
         tol = compare.resolve_tolerance(a.dtype, bspec.spec.tolerance)
         want = ref(a.name, a.dtype)
-        mm = compare.compare(a.name, a.dtype, got, want, tol)
+        mm, err = compare.compare_error(a.name, a.dtype, got, want, tol)
         rescued, note = (
             oracle_rescue(s, shape, sets, i, a.name, a.dtype, got, want, tol, details) if mm else (False, "")
         )
@@ -394,7 +394,6 @@ def _compare_set(
             )
         if rescued:
             continue  # judged against the oracle: the baseline's error is no yardstick here
-        err = compare.norm_rel_error(a.dtype, got, want)
         if not compare.within_quick_budget(a.dtype, err, opts.error_budget):
             suspects.append(Suspect(shape, st, a.name, a.dtype, err, bout, i, where))
     return None

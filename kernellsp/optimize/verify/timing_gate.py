@@ -248,7 +248,7 @@ def _check_timed_launches(
                     **where,
                 )
             tol = compare.resolve_tolerance(a.dtype, bspec.spec.tolerance)
-            mm = compare.compare(a.name, a.dtype, got, want, tol)
+            mm, err = compare.compare_error(a.name, a.dtype, got, want, tol)
             rescued, note = (
                 oracle_rescue(s, 0, sets, i, a.name, a.dtype, got, want, tol, details) if mm else (False, "")
             )
@@ -266,7 +266,6 @@ def _check_timed_launches(
                     want=mm.want,
                     **where,
                 )
-            err = compare.norm_rel_error(a.dtype, got, want)
             if not compare.within_quick_budget(a.dtype, err, opts.error_budget):
                 # The snapshot is the candidate's side; the reference is the baseline's set i of this run.
                 suspects.append(Suspect(0, sets[i], a.name, a.dtype, err, bout, i, where))
