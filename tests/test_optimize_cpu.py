@@ -729,7 +729,7 @@ def _loop(ws: Path, monkeypatch: pytest.MonkeyPatch, fake_verify: Any, **kw: Any
         "softmax_row",
         LocalRunner(),
         [Tuner()],
-        OptimizeOptions(rounds=4, candidates=2, parallel=2, **kw),
+        OptimizeOptions(**{"rounds": 4, "candidates": 2, "parallel": 2, **kw}),
         environment={"gpu": "stand-in"},
         bundle_root=ws / ".kernellsp" / "runs",
     )
@@ -820,3 +820,28 @@ def test_replay_reuses_the_run_seed_of_the_recorded_verdict(
     # An explicit seed of the caller wins over the recorded one.
     replay(bundle, LocalRunner(), VerifyOptions(run_seed=5))
     assert used[1].run_seed == 5
+
+
+def test_a_refused_last_champion_falls_back_to_the_one_before(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rounds select with fewer inputs (no structured patterns on the main shape); when the final check
+    refuses the last round's winner, the previous champion gets a final check of its own and can win."""
+    finals: list[str] = []
+    round_opts: list[bool] = []
+
+    def fake_verify(path, baseline, candidate, entry, runner, options, env=None, cancel=None, progress=None):  # type: ignore[no-untyped-def]
+        stats = {"speedup": 1.2, "baseline_median_ms": 1.0, "candidate_median_ms": 0.83}
+        if not options.main_shape_patterns:  # a round
+            round_opts.append(options.sanitize_all_shapes)
+            if candidate == SOFTMAX:  # the tuner's way back to the original block size
+                return Verdict("not_faster", False, "the same", entry)
+            return Verdict("accepted", True, "faster", entry, stats=stats)
+        finals.append(candidate)
+        if len(finals) == 1:
+            return Verdict("mismatch", False, "wrong on the tail pattern", entry)
+        return Verdict("accepted", True, "faster", entry, stats=stats)
+
+    result = _loop(ws, monkeypatch, fake_verify, rounds=2)
+    assert result.rounds_run == 2 and round_opts and not any(round_opts)
+    assert len(finals) == 2 and finals[0] != finals[1] and finals[1] != SOFTMAX
+    assert result.accepted and result.champion_text == finals[1] and len(result.winners) == 1
+    assert {"final_verify", "final_verify_previous", "round1_verify", "round2_verify"} <= set(result.phases)

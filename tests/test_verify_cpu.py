@@ -453,6 +453,7 @@ def test_hazard_checks_are_bounded_on_heavy_shapes_only_after_passing_a_smaller_
         run_seed=7,
         harness_run=harness_run,
         run=lambda *_a, **_k: SimpleNamespace(output=""),
+        runs=[],
     )
     opts = VerifyOptions(sanitizer_timeout_s=300, hazard_check_budget_s=60)
 
@@ -467,3 +468,31 @@ def test_hazard_checks_are_bounded_on_heavy_shapes_only_after_passing_a_smaller_
     slow, calls = {smallest}, []
     verdict = sanitize(session, "softmax_row", plan, opts, lambda *_: None, text, {})  # type: ignore[arg-type]
     assert verdict is not None and verdict.kind == "timeout"
+
+    # The correctness run measured one launch of the heavy shape at 5 ms: under racecheck that is past the
+    # budget (HAZARD_SLOWDOWN), so the bounded run is not started at all (it could not have reported).
+    slow, calls = set(), []
+    session.runs = [
+        {
+            "exe": "h_cand",
+            "mode": "check",
+            "tool": None,
+            "shape": heavy,
+            "sets": 4,
+            "host_s": {"launch": 0.02},
+        },
+        {
+            "exe": "h_cand",
+            "mode": "check",
+            "tool": None,
+            "shape": smallest,
+            "sets": 4,
+            "host_s": {"launch": 4e-6},
+        },
+    ]
+    details = {}
+    assert sanitize(session, "softmax_row", plan, opts, lambda *_: None, text, details) is None  # type: ignore[arg-type]
+    skipped = [(d["tool"], d["shape"]) for d in details["sanitizer"] if "not started" in d.get("bounded", "")]
+    assert ("racecheck", heavy) in skipped
+    assert ("racecheck", heavy, 60) not in calls and ("memcheck", heavy, 300) in calls
+    assert ("racecheck", smallest, 300) in calls  # the first shape always runs, whatever its cost

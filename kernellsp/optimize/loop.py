@@ -146,6 +146,7 @@ def optimize(
     )
     champion = text
     champion_speedup = 1.0
+    champions: list[str] = []  # each round's new champion, in order
     records: list[CandidateRecord] = []
     winners: list[str] = []
     stop = "round budget"
@@ -181,6 +182,7 @@ def optimize(
         no_gain = 0
         winners.append(best[1].description)
         champion = best[1].text
+        champions.append(champion)
         champion_speedup *= best[0]
         emit(
             {
@@ -199,6 +201,15 @@ def optimize(
         t_step = time.monotonic()
         final = _final_verdict(run, champion, opts.verify)
         phases["final_verify"] = time.monotonic() - t_step
+        if not final.accepted and len(champions) > 1 and not cancel.is_set():
+            # The rounds select with fewer inputs than the final check: when it refuses the last round's
+            # winner, the champion before it (already built on, so likely sound) gets its own final check.
+            say(f"the final check refused {winners[-1]}: verifying the previous champion instead", None)
+            t_step = time.monotonic()
+            previous = _final_verdict(run, champions[-2], opts.verify)
+            phases["final_verify_previous"] = time.monotonic() - t_step
+            if previous.accepted:
+                champion, final, winners = champions[-2], previous, winners[:-1]
     elif cancel is not None and cancel.is_set():
         stop = "cancelled"
     result = OptimizeResult(
@@ -231,6 +242,7 @@ def _round_verify_options(opts: OptimizeOptions) -> VerifyOptions:
             "seeds": min(opts.round_seeds, opts.verify.seeds),
             "sanitize": opts.round_sanitize and opts.verify.sanitize,
             "sanitize_all_shapes": False,
+            "main_shape_patterns": False,
         }
     )
 

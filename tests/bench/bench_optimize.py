@@ -171,6 +171,8 @@ def main() -> int:
                 ),
                 findings=findings,
                 environment=env,
+                # Stamped progress on stdout: a run cut by a time limit still shows where its seconds went.
+                progress=lambda m, _p, t0=t0: print(f"  [{time.monotonic() - t0:6.1f} s] {m}", flush=True),
             )
         except Exception as exc:  # a benchmark row, not a crash of the whole table
             rows.append(

@@ -184,9 +184,10 @@ def check_correctness(
     suspects: list[Suspect] = []
     main: harness.HarnessResult | None = None
     for k, shape in enumerate(order):
-        say(f"correctness: shape {shape} ({len(sets)} input sets)", 10 + 50 * (k + 1) / len(order))
+        mine = sets if shape != 0 or opts.main_shape_patterns else spec_sets
+        say(f"correctness: shape {shape} ({len(mine)} input sets)", 10 + 50 * (k + 1) / len(order))
         v, bout = _check_shape(
-            s, entry, plan.outputs, bspec, shape, sets, len(spec_sets), details, opts, suspects
+            s, entry, plan.outputs, bspec, shape, mine, len(spec_sets), details, opts, suspects
         )
         if v is not None:
             return v

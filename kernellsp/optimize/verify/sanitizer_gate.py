@@ -16,6 +16,21 @@ _SANITIZER_PADDING: dict[str, bool] = {}
 _SYNC_TOKENS = re.compile(r"sync|barrier")
 #: Tools whose cost grows with every shared-memory access (bounded on heavy shapes: hazard_check_budget_s).
 _HAZARD_TOOLS = frozenset({"racecheck", "synccheck"})
+#: How many times slower a launch runs under racecheck/synccheck than natively, at least, on shared-memory
+#: kernels (H100: a 32x32-tiled transpose at 8192^2 ran 8,700x slower, a 128x128-tiled SGEMM at 4096^3
+#: more than 26,000x). A run projected past the hazard budget is not started: the tools report a
+#: kernel's hazards when it ends, so a run stopped by the budget would have found nothing anyway.
+HAZARD_SLOWDOWN = 3.0e4
+
+
+def native_launch_s(s: Session, shape: int) -> float | None:
+    """Seconds per launch of the candidate on ``shape`` in its correctness run (launch to sync), if known."""
+    for r in reversed(s.runs):
+        if r["exe"] == "h_cand" and r["mode"] == "check" and r["tool"] is None and r["shape"] == shape:
+            host = r.get("host_s") or {}
+            if "launch" in host:
+                return float(host["launch"]) / max(1, int(r["sets"]))
+    return None
 
 
 def _sanitizer_plan(
@@ -86,6 +101,20 @@ def sanitize(
                 if bounded
                 else opts.sanitizer_timeout_s
             )
+            native = native_launch_s(s, shape) if bounded else None
+            if native is not None and native * HAZARD_SLOWDOWN > limit:
+                # Passed on a smaller shape; here it could not finish within the budget.
+                details["sanitizer"].append(
+                    {
+                        "tool": t,
+                        "shape": shape,
+                        "seconds": 0.0,
+                        "bounded": f"not started: one launch takes {1e3 * native:.2f} ms natively, so about "
+                        f"{native * HAZARD_SLOWDOWN:.0f} s under {t}, past the {limit:g} s hazard_check_budget_s",
+                    }
+                )
+                say(f"compute-sanitizer {t} on shape {shape}: skipped (projected past the budget)", None)
+                continue
             say(f"compute-sanitizer {t}, shape {shape}", 66 + 8 * k / max(total, 1))
             wrapper = [tool, "--tool", t, "--error-exitcode", "86", "--print-limit", "5"]
             if t == "memcheck":
