@@ -822,7 +822,9 @@ def test_replay_reuses_the_run_seed_of_the_recorded_verdict(
     assert used[1].run_seed == 5
 
 
-def test_a_refused_last_champion_falls_back_to_the_one_before(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_refused_last_champion_falls_back_to_the_one_before(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The rounds select with fewer inputs (no structured patterns on the main shape); when the final check
     refuses the last round's winner, the previous champion gets a final check of its own and can win."""
     finals: list[str] = []
