@@ -194,7 +194,9 @@ def check_correctness(
         if shape == 0:
             main = bout
     # A second poison pattern (outputs and shared memory): a candidate that reads memory it never wrote
-    # shows different outputs.
+    # shows different outputs. Part of the main shape's full check (the final verification), like the patterns.
+    if not opts.main_shape_patterns:
+        return check_error_budget(s, entry, suspects, opts, details, say)
     say("correctness: alternate poison", 62)
     v, _ = _check_shape(
         s, entry, plan.outputs, bspec, 0, spec_sets[:1], 1, details, opts, suspects, base=main, poison="alt"

@@ -64,9 +64,9 @@ class VerifyOptions:
     timing_only: bool = False
     #: Structured input patterns checked beside the spec's distribution (one input set each, every shape).
     patterns: tuple[str, ...] = ("spikes", "alternating", "ramp", "wide", "tail")
-    #: Check the patterns on the main shape too (the final verification). The rounds, which only select a
-    #: champion, check them on the edge shapes and the spec's seeds on the main one: on a large main shape
-    #: each input set costs a second per side.
+    #: Check the patterns and the alternate poison on the main shape too (the final verification). The
+    #: rounds, which only select a champion, check the patterns on the edge shapes and the spec's seeds on
+    #: the main one: on a large main shape each input set costs a second per side.
     main_shape_patterns: bool = True
     #: Error budget factor (:func:`kernellsp.optimize.verify.correctness.error_budget`); 0 turns it off.
     error_budget: float = 10.0
