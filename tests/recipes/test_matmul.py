@@ -262,6 +262,15 @@ def test_every_candidate_passes_the_scope_gate_and_compiles(case: tuple[str, Pat
     for p, cand, _ in cands:
         sc = check_scope(text, cand, targets, entry=entry)
         assert sc.ok, f"{path.name} {p}: {sc.reason}"
+        # The candidate becomes the next round's baseline and, applied, the user's file: its specs read back
+        # without an error (the generated "// kernellsp matmul recipe: ..." comment once read as a broken spec,
+        # so every tuner candidate built on the champion was refused).
+        bad = [
+            i.message
+            for i in specmod.specs_from_source(parse_source(cand, str(path)))[1]
+            if i.severity == "error"
+        ]
+        assert not bad, f"{path.name} {p}: {bad}"
     kernel = targets[0]
     fn = model.function(kernel)
     assert fn is not None

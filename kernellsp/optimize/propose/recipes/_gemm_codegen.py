@@ -222,7 +222,7 @@ def gemm_body(b: GemmBinding, t: GemmTile, tile_loop: bool = False) -> str:
     w.level = 1
     c_text = "C[i,j] = " + b.epilogue.format(acc="sum_k A[i,k]*B[k,j]", c="C[i,j]", i="i", j="j")
     w(
-        f"// kernellsp matmul recipe: {c_text}; A {b.a.layout}-major, B {b.b.layout}-major, C {b.c.layout}-major."
+        f"// Matmul recipe (kernellsp): {c_text}; A {b.a.layout}-major, B {b.b.layout}-major, C {b.c.layout}-major."
     )
     w(
         f"// {t.bm}x{t.bn} block tile in {t.bk}-deep slices, {t.wm}x{t.wn} warp tiles, "
@@ -747,7 +747,9 @@ def gemv_body(b: GemvBinding, t: GemvTile) -> str:
 
 
 def _gemv_rows(w: _W, b: GemvBinding, t: GemvTile) -> None:
-    w("// kernellsp matvec recipe (row-major A): one warp per output row, 16-byte loads of the row and of x,")
+    w(
+        "// Matvec recipe (kernellsp, row-major A): one warp per output row, 16-byte loads of the row and of x,"
+    )
     w(f"// {t.unroll} loads in flight per lane, a shuffle reduction, the user's epilogue on lane 0.")
     w(f"const int {P}lane = threadIdx.x % 32;")
     w(
@@ -802,7 +804,7 @@ def _gemv_cols(w: _W, b: GemvBinding, t: GemvTile) -> None:
     cols = t.cols_per_block
     lanes = cols // 4
     w(
-        "// kernellsp matvec recipe (column-major A): each thread owns 4 consecutive outputs (16-byte loads along"
+        "// Matvec recipe (kernellsp, column-major A): each thread owns 4 consecutive outputs (16-byte loads along"
     )
     w(
         f"// the contiguous dimension), {t.splits} thread groups split the reduction, partial sums meet in shared memory."
