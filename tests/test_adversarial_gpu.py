@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gpuinfo import gpu_slug, local_gpu_name
+from helpers.gpuinfo import gpu_slug, local_gpu_name
 
 from kernellsp.optimize.verify.gate import VerifyError, VerifyOptions, verify
 from kernellsp.run.runner import LocalRunner

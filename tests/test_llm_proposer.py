@@ -1,4 +1,4 @@
-"""The LLM proposer against a scripted OpenAI-compatible server (tests/fake_llm.py), real openai client.
+"""The LLM proposer against a scripted OpenAI-compatible server (tests/helpers/fake_llm.py), real openai client.
 
 The context is samples/vector_add.cu with its spec, the real findings of ``check_text`` (so the prompt
 carries real rule guidance) and a profile summary in the format kernellsp.profile.ncu produces.
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import SAMPLES_DIR, requires_nvcc
-from fake_llm import FLOAT4, GRID_STRIDE, FakeLlm, answer, candidate
+from helpers.fake_llm import FLOAT4, GRID_STRIDE, FakeLlm, answer, candidate
 
 from kernellsp.check import CheckOptions, check_text
 from kernellsp.findings import Finding

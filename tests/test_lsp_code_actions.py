@@ -1,14 +1,12 @@
 """Code actions end to end: "Add launch spec for KERNEL" from KL004 and from the cursor."""
 
-# ruff: noqa: F401, F811  (pytest fixtures are imported from test_lsp_support and used as parameters)
+# ruff: noqa: F401, F811  (pytest fixtures are imported from helpers/lsp_support.py and used as parameters)
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from lsprotocol import types
-from pytest_lsp import LanguageClient
-from test_lsp_support import (  # shared fixtures and helpers
+from helpers.lsp_support import (  # shared fixtures and helpers
     apply_text_edits,
     change_doc,
     client,
@@ -21,6 +19,8 @@ from test_lsp_support import (  # shared fixtures and helpers
     wait_publications,
     workspace,
 )
+from lsprotocol import types
+from pytest_lsp import LanguageClient
 
 
 def _params(

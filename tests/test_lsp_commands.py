@@ -1,16 +1,13 @@
 """Commands end to end: addLaunchSpec (workspace/applyEdit), showRule, checkFile."""
 
-# ruff: noqa: F401, F811  (pytest fixtures are imported from test_lsp_support and used as parameters)
+# ruff: noqa: F401, F811  (pytest fixtures are imported from helpers/lsp_support.py and used as parameters)
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from lsprotocol import types
-from pygls.exceptions import JsonRpcException
-from pytest_lsp import LanguageClient
-from test_lsp_support import (  # shared fixtures and helpers
+from helpers.lsp_support import (  # shared fixtures and helpers
     apply_text_edits,
     client,
     client_name,
@@ -21,6 +18,9 @@ from test_lsp_support import (  # shared fixtures and helpers
     wait_publications,
     workspace,
 )
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import LanguageClient
 
 
 async def _run(client: LanguageClient, command: str, *args: object) -> object:

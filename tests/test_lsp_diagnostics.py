@@ -1,15 +1,13 @@
 """Diagnostics end to end: open, save, close, progress, cancellation, version handling."""
 
-# ruff: noqa: F401, F811  (pytest fixtures are imported from test_lsp_support and used as parameters)
+# ruff: noqa: F401, F811  (pytest fixtures are imported from helpers/lsp_support.py and used as parameters)
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
-from lsprotocol import types
-from pytest_lsp import LanguageClient
-from test_lsp_support import (  # shared fixtures and helpers
+from helpers.lsp_support import (  # shared fixtures and helpers
     change_doc,
     client,
     client_name,
@@ -24,6 +22,8 @@ from test_lsp_support import (  # shared fixtures and helpers
     wait_until,
     workspace,
 )
+from lsprotocol import types
+from pytest_lsp import LanguageClient
 
 from kernellsp.lsp.convert import RULES_URL
 

@@ -1,15 +1,13 @@
 """A new user's first hour in the editor (issue 15 items 6 and 10), through the real server and recorded clients."""
 
-# ruff: noqa: F401, F811  (pytest fixtures are imported from test_lsp_support and used as parameters)
+# ruff: noqa: F401, F811  (pytest fixtures are imported from helpers/lsp_support.py and used as parameters)
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
-from lsprotocol import types
-from pygls.exceptions import JsonRpcException
-from test_lsp_support import (  # shared fixtures and helpers
+from helpers.lsp_support import (  # shared fixtures and helpers
     client_name,
     lsp_session,
     open_doc,
@@ -19,6 +17,8 @@ from test_lsp_support import (  # shared fixtures and helpers
     wait_until,
     workspace,
 )
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 
 
 async def test_a_broken_kernellsp_toml_is_said_once(client_name: str, workspace: Path) -> None:

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gpuinfo import gpu_slug, local_gpu_name
-from lsprotocol import types
-from test_lsp_support import (
+from helpers.gpuinfo import gpu_slug, local_gpu_name
+from helpers.lsp_support import (
     apply_text_edits,
     edits_for,
     lsp_session,
@@ -24,6 +23,7 @@ from test_lsp_support import (
     save_doc,
     wait_until,
 )
+from lsprotocol import types
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """Hover end to end, and the server's responsiveness while a heavy check runs."""
 
-# ruff: noqa: F401, F811  (pytest fixtures are imported from test_lsp_support and used as parameters)
+# ruff: noqa: F401, F811  (pytest fixtures are imported from helpers/lsp_support.py and used as parameters)
 
 from __future__ import annotations
 
@@ -8,10 +8,8 @@ import time
 import uuid
 from pathlib import Path
 
-from lsprotocol import types
-from pytest_lsp import LanguageClient
-from test_lsp_robustness import big_source
-from test_lsp_support import (
+from helpers.lsp_support import (
+    big_source,
     change_doc,
     client,
     client_name,
@@ -20,6 +18,8 @@ from test_lsp_support import (
     wait_until,
     workspace,
 )
+from lsprotocol import types
+from pytest_lsp import LanguageClient
 
 from kernellsp.build import toolchain
 

@@ -6,7 +6,7 @@ changes nothing, showProfile says there is no profile yet, and background profil
 that it is off. The GPU path is covered by tests/test_lsp_gpu.py.
 """
 
-# ruff: noqa: F401, F811  (pytest fixtures are imported from test_lsp_support and used as parameters)
+# ruff: noqa: F401, F811  (pytest fixtures are imported from helpers/lsp_support.py and used as parameters)
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers.lsp_support import client, client_name, open_doc, wait_publications, wait_until, workspace
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-from test_lsp_support import client, client_name, open_doc, wait_publications, wait_until, workspace
 
 pytestmark = pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="checks the no-GPU behaviour")
 

@@ -1,6 +1,6 @@
 """Robustness end to end: malformed requests, huge files, save storms, crashes, disconnects, shutdown."""
 
-# ruff: noqa: F401, F811  (pytest fixtures are imported from test_lsp_support and used as parameters)
+# ruff: noqa: F401, F811  (pytest fixtures are imported from helpers/lsp_support.py and used as parameters)
 
 from __future__ import annotations
 
@@ -16,10 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams
-from pytest_lsp import LanguageClient
-from test_lsp_support import (  # shared fixtures and helpers
+from helpers.lsp_support import (  # shared fixtures and helpers
+    big_source,
     change_doc,
     client,
     client_name,
@@ -34,6 +32,9 @@ from test_lsp_support import (  # shared fixtures and helpers
     wait_until,
     workspace,
 )
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+from pytest_lsp import LanguageClient
 
 
 def send_raw_request(client: LanguageClient, method: str, params: Any) -> asyncio.Future[Any]:
@@ -43,16 +44,6 @@ def send_raw_request(client: LanguageClient, method: str, params: Any) -> asynci
     client.protocol._request_futures[msg_id] = fut
     client.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
     return asyncio.wrap_future(fut)
-
-
-def big_source(workspace: Path, lines: int = 10_000, salt: str = "") -> str:
-    body = strip_spec((workspace / "vector_add.cu").read_text()).split("\n", 1)[1]
-    parts = [f"#include <cuda_runtime.h>\n// {salt}\n"]
-    i = 0
-    while sum(p.count("\n") for p in parts) < lines:
-        parts.append(body.replace("vector_add", f"vector_add_{i}") + "// filler\n" * 6)
-        i += 1
-    return "".join(parts)
 
 
 async def test_invalid_code_action_params_get_an_error_response(

@@ -1,15 +1,13 @@
 """Settings end to end: initializationOptions, workspace/configuration, live changes, errors."""
 
-# ruff: noqa: F401, F811  (pytest fixtures are imported from test_lsp_support and used as parameters)
+# ruff: noqa: F401, F811  (pytest fixtures are imported from helpers/lsp_support.py and used as parameters)
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
-from lsprotocol import types
-from pytest_lsp import LanguageClient, client_capabilities
-from test_lsp_support import (  # shared fixtures and helpers
+from helpers.lsp_support import (  # shared fixtures and helpers
     change_doc,
     client_name,
     lsp_session,
@@ -22,6 +20,8 @@ from test_lsp_support import (  # shared fixtures and helpers
     wait_until,
     workspace,
 )
+from lsprotocol import types
+from pytest_lsp import LanguageClient, client_capabilities
 
 from kernellsp.lsp.config import ConfigError, resolve, to_overrides
 

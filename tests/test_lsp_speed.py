@@ -11,9 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lsprotocol import types
-from pytest_lsp import client_capabilities
-from test_lsp_support import (
+from helpers.lsp_support import (
     change_doc,
     lsp_session,
     make_client,
@@ -23,6 +21,8 @@ from test_lsp_support import (
     save_doc,
     server_env,
 )
+from lsprotocol import types
+from pytest_lsp import client_capabilities
 
 
 async def _first_diagnostics_with(answer: Any, tmp_path: Path) -> tuple[float, list[types.ShowMessageParams]]:

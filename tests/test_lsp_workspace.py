@@ -1,15 +1,15 @@
 """Workspace and status commands end to end: checkWorkspace, revert, status (+ notification), cancelJob."""
 
-# ruff: noqa: F401, F811  (pytest fixtures are imported from test_lsp_support and used as parameters)
+# ruff: noqa: F401, F811  (pytest fixtures are imported from helpers/lsp_support.py and used as parameters)
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from helpers.lsp_support import client, client_name, open_doc, publications, workspace
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-from test_lsp_support import client, client_name, open_doc, publications, workspace
 
 from kernellsp.optimize.apply import record_backup
 

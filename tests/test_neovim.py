@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_lsp_support import CACHE_DIR, spec_problems, strip_spec
+from helpers.lsp_support import CACHE_DIR, spec_problems, strip_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENT_DIR = ROOT / "editor-clients" / "neovim"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SAMPLES_DIR
-from gpuinfo import local_gpu_name
+from helpers.gpuinfo import local_gpu_name
 
 from kernellsp.optimize.verify.gate import VerifyOptions, verify
 from kernellsp.run.runner import LocalRunner

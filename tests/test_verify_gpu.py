@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from gpuinfo import gpu_slug, local_gpu_name
+from helpers.gpuinfo import gpu_slug, local_gpu_name
 
 from kernellsp.optimize.apply import apply_result, revert
 from kernellsp.optimize.loop import optimize, replay

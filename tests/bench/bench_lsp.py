@@ -36,9 +36,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from gpuinfo import gpu_slug, local_gpu_name  # noqa: E402  (tests/gpuinfo.py)
+from helpers.gpuinfo import gpu_slug, local_gpu_name  # noqa: E402  (tests/helpers/gpuinfo.py)
+from helpers.lsp_support import change_doc, lsp_session, open_doc, publications, save_doc  # noqa: E402
 from lsprotocol import types  # noqa: E402
-from test_lsp_support import change_doc, lsp_session, open_doc, publications, save_doc  # noqa: E402
 
 PROFILE = ("KL5", "KL6")
 #: The profile phases the table shows (kernellsp.profile.ncu.profile_file's environment.phases).

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "bench")]
 
 from bench_optimize import _time_reference, _with_sizes  # noqa: E402
-from gpuinfo import gpu_slug  # noqa: E402
+from helpers.gpuinfo import gpu_slug  # noqa: E402
 
 from kernellsp.optimize.loop import optimize  # noqa: E402
 from kernellsp.optimize.propose.base import ProposalContext  # noqa: E402

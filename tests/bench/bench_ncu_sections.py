@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from gpuinfo import gpu_slug, local_gpu_name  # noqa: E402  (tests/gpuinfo.py)
+from helpers.gpuinfo import gpu_slug, local_gpu_name  # noqa: E402  (tests/helpers/gpuinfo.py)
 
 from kernellsp.profile.ncu import EXTRA_METRICS, FAST_SECTIONS  # noqa: E402
 from kernellsp.run import harness  # noqa: E402

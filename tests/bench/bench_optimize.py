@@ -29,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from gpuinfo import gpu_slug  # noqa: E402  (tests/gpuinfo.py)
+from helpers.gpuinfo import gpu_slug  # noqa: E402  (tests/helpers/gpuinfo.py)
 
 from kernellsp.check import CheckOptions, check_text  # noqa: E402
 from kernellsp.optimize.loop import default_proposers, optimize  # noqa: E402

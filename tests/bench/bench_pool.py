@@ -38,7 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from gpuinfo import gpu_slug  # noqa: E402  (tests/gpuinfo.py)
+from helpers.gpuinfo import gpu_slug  # noqa: E402  (tests/helpers/gpuinfo.py)
 
 RESULTS = ROOT / "tests" / "bench" / "results"
 DEFAULT_PAIRS = [

@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from gpuinfo import gpu_slug  # noqa: E402  (tests/gpuinfo.py)
+from helpers.gpuinfo import gpu_slug  # noqa: E402  (tests/helpers/gpuinfo.py)
 
 SAMPLES = ROOT / "samples"
 RESULTS = ROOT / "tests" / "bench" / "results"

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 import sshd  # noqa: E402  (tests/sshd.py)
-from gpuinfo import gpu_slug  # noqa: E402  (tests/gpuinfo.py)
+from helpers.gpuinfo import gpu_slug  # noqa: E402  (tests/helpers/gpuinfo.py)
 
 from kernellsp.optimize.loop import replay  # noqa: E402
 from kernellsp.optimize.verify.gate import VerifyOptions  # noqa: E402

@@ -34,7 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from gpuinfo import gpu_slug, local_gpu_name  # noqa: E402
+from helpers.gpuinfo import gpu_slug, local_gpu_name  # noqa: E402
 
 
 def _load_codegen() -> Any:

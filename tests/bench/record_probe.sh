@@ -7,9 +7,9 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$repo/tests/fixtures/ncu}
-gpu=$(PYTHONPATH="$repo/tests" python3 -c 'from gpuinfo import local_gpu_name; print(local_gpu_name())')
+gpu=$(PYTHONPATH="$repo/tests" python3 -c 'from helpers.gpuinfo import local_gpu_name; print(local_gpu_name())')
 [ -n "$gpu" ] || { echo "record_probe.sh: no NVIDIA GPU here (nvidia-smi gave no name)" >&2; exit 2; }
-slug=$(PYTHONPATH="$repo/tests" python3 -c 'import sys; from gpuinfo import gpu_slug; print(gpu_slug(sys.argv[1]))' "$gpu")
+slug=$(PYTHONPATH="$repo/tests" python3 -c 'import sys; from helpers.gpuinfo import gpu_slug; print(gpu_slug(sys.argv[1]))' "$gpu")
 dir=/src/probe
 mkdir -p "$dir" 2>/dev/null && [ -w "$dir" ] || dir=$(mktemp -d)
 cp "$repo/tests/fixtures/ncu/kinds.cu" "$dir/"

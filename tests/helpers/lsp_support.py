@@ -32,7 +32,7 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 from kernellsp.source import spec
 from kernellsp.source.model import parse_source
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "samples"
 CLIENTS = ["neovim@v0.11", "visual-studio-code"]
 #: One build cache for the whole test session, never the user's.
@@ -276,3 +276,13 @@ def spec_problems(text: str, kernel: str) -> list[str]:
             if i.severity == "error"
         ]
     return problems
+
+
+def big_source(workspace: Path, lines: int = 10_000, salt: str = "") -> str:
+    body = strip_spec((workspace / "vector_add.cu").read_text()).split("\n", 1)[1]
+    parts = [f"#include <cuda_runtime.h>\n// {salt}\n"]
+    i = 0
+    while sum(p.count("\n") for p in parts) < lines:
+        parts.append(body.replace("vector_add", f"vector_add_{i}") + "// filler\n" * 6)
+        i += 1
+    return "".join(parts)
