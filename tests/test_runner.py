@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from kernellsp.build.nvcc import Cancelled
-from kernellsp.run.runner import LocalRunner, RunnerError, classify_failure, clean_env, make_runner
+from kernellsp.run.process import RunnerError, classify_failure, clean_env
+from kernellsp.run.runner import LocalRunner, make_runner
 from kernellsp.run.ssh import SshRunner
 
 SECRETS = {

@@ -35,7 +35,8 @@ from kernellsp.profile.findings import (
     profile_findings,
 )
 from kernellsp.rules import engine as rules
-from kernellsp.run.runner import Runner, RunnerError, classify_failure
+from kernellsp.run.process import RunnerError, classify_failure
+from kernellsp.run.runner import Runner
 from kernellsp.source import spec
 from kernellsp.source.model import SourceModel, parse_source
 

@@ -24,16 +24,8 @@ from pathlib import Path
 
 from kernellsp.build.nvcc import Cancelled
 from kernellsp.run.gpu_lock import _LOCK_BUSY, _LOCK_NAME, GpuHolder, _waiting_message, parse_holders
-from kernellsp.run.runner import (
-    _ENV_KEEP,
-    _RC_MARK,
-    _SECRET,
-    HostRunner,
-    RunnerError,
-    RunResult,
-    _killpg,
-    sandbox_setting,
-)
+from kernellsp.run.process import _ENV_KEEP, _RC_MARK, _SECRET, RunnerError, RunResult, _killpg
+from kernellsp.run.runner import HostRunner, sandbox_setting
 
 #: A wait over ssh asks the host this often (each ask is one round trip on the shared connection).
 _SSH_LOCK_POLL_S = 2.0
