@@ -274,7 +274,7 @@ def profile_cmd(
     if output_format == OutputFormat.json:
         typer.echo(json.dumps(outcome.to_dict(), indent=2, sort_keys=True, default=str))
         raise typer.Exit(0)
-    from kernellsp.profile.ncu import format_outcome
+    from kernellsp.report.profile_text import format_outcome
 
     typer.echo(format_outcome(outcome, str(file), top))
     for n in outcome.notes:

@@ -46,7 +46,8 @@ def _add_profile_findings(
     interactive: bool,
 ) -> None:
     from kernellsp.check import CheckReport
-    from kernellsp.profile.ncu import ProfileOptions, profile_to_findings_for_check
+    from kernellsp.profile.batch import profile_to_findings_for_check
+    from kernellsp.profile.ncu import ProfileOptions
     from kernellsp.rules.engine import load_rules
     from kernellsp.source.spec import find_workspace_root
 

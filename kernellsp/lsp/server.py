@@ -160,7 +160,7 @@ class KernelLspServer(LanguageServer):
         )
         self.jobs = JobManager(self)
         self.results: dict[str, CheckResult] = {}
-        #: The last profile (:class:`kernellsp.profile.ncu.ProfileOutcome`) per document, and the document
+        #: The last profile (:class:`kernellsp.profile.outcome.ProfileOutcome`) per document, and the document
         #: version it was taken of (its lines hold for that version only).
         self.profiles: dict[str, Any] = {}
         self.profile_versions: dict[str, int | None] = {}

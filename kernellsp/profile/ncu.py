@@ -34,17 +34,15 @@ from kernellsp.profile.findings import (
     KernelSummary,
     profile_findings,
 )
+from kernellsp.profile.outcome import ProfileError, ProfileOptions, ProfileOutcome
 from kernellsp.rules import engine as rules
-from kernellsp.run.process import RunnerError, classify_failure
+from kernellsp.run.process import classify_failure
 from kernellsp.run.runner import Runner
 from kernellsp.source import spec
 from kernellsp.source.model import SourceModel, parse_source
 
 #: Part of the cache key: "profile-2" added per-line stall shares and the device facts (the HTML report).
 PROFILE_VERSION = "profile-2"
-#: The on-save set. MemoryWorkloadAnalysis_Tables is left to the deep set: it cost 2.0 of 5.4 s on an
-#: H200 (tests/bench/results/ncu-sections-h200.md) and the line rules take bank conflicts from SourceCounters.
-FAST_SECTIONS = ["SpeedOfLight", "LaunchStats", "Occupancy", "WarpStateStats", "SourceCounters"]
 #: Extra counters for the roofline position and the atomic-contention rule (cheap: one pass).
 EXTRA_METRICS = [
     "dram__bytes_read.sum",
@@ -67,88 +65,6 @@ ROOFLINE_METRICS = [
 ]
 
 Progress = Callable[[str, float | None], None]
-
-
-class ProfileError(RuntimeError):
-    """Profiling could not run; the message names the problem and the fix."""
-
-    def __init__(self, message: str, kind: str = "profile") -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
-@dataclass
-class ProfileOptions:
-    """What to collect and how."""
-
-    arch: str = "sm_90"
-    sections: list[str] = field(default_factory=lambda: list(FAST_SECTIONS))
-    deep: bool = False
-    deep_set: str = "full"
-    timeout_s: float = 300.0
-    build_timeout_s: float = 180.0
-    seed: int = 1
-    shape: int = 0
-    max_launches: int = 20
-    use_cache: bool = True
-    save_report_dir: Path | None = None
-    kernels: list[str] | None = None
-    #: ``time.monotonic()`` before which ncu must not start (the editor's debounce: a burst of saves builds at
-    #: once, in parallel with the wait, but only the newest save reaches the GPU). ``None``: no wait.
-    gpu_not_before: float | None = None
-
-    @classmethod
-    def from_settings(cls, settings: Any, **overrides: Any) -> ProfileOptions:
-        """The options the settings ask for (arch, section sets, timeouts); ``overrides`` win (command-line flags)."""
-        base = dict(
-            arch=settings.arch,
-            sections=list(settings.ncu_fast_sections),
-            deep_set=settings.ncu_deep_set,
-            timeout_s=settings.profile_timeout_s,
-            build_timeout_s=settings.build_timeout_s,
-        )
-        return cls(**{**base, **overrides})
-
-
-@dataclass
-class ProfileOutcome:
-    """Everything one profile run produced."""
-
-    path: str
-    findings: list[Finding]
-    kernels: list[KernelSummary]
-    environment: dict[str, Any]
-    notes: list[str]
-    wall_s: float
-    cached: bool = False
-    reports: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "findings": [f.model_dump(mode="json") for f in self.findings],
-            "kernels": [k.__dict__ for k in self.kernels],
-            "environment": self.environment,
-            "notes": self.notes,
-            "wall_s": self.wall_s,
-            "reports": self.reports,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ProfileOutcome:
-        return cls(
-            path=d["path"],
-            findings=[Finding.model_validate(f) for f in d["findings"]],
-            kernels=[KernelSummary(**k) for k in d["kernels"]],
-            environment=d["environment"],
-            notes=d["notes"],
-            wall_s=d["wall_s"],
-            reports=d.get("reports", []),
-        )
-
-
-# --------------------------------------------------------------------------------------------------
-# The job
 
 
 def _sources(path: Path, text: str, model: SourceModel) -> dict[str, bytes]:
@@ -580,68 +496,3 @@ def _run_ncu(
 def _tail(text: str, n: int) -> str:
     lines = [ln for ln in text.strip().splitlines() if ln.strip() and not ln.startswith("==PROF==")]
     return " | ".join(lines[-n:]) if lines else "(no output)"
-
-
-#: Failures of the GPU host rather than of one file.
-_HOST_FAILURES = frozenset({"unreachable", "no_gpu", "counters", "no_ncu", "no_nvcc", "profiler"})
-
-
-def profile_to_findings_for_check(
-    paths: list[Path],
-    runner: Runner,
-    options: ProfileOptions,
-    ruleset: rules.RuleSet,
-    progress: Progress | None = None,
-    cancel: threading.Event | None = None,
-) -> tuple[list[ProfileOutcome], list[str]]:
-    """Profile each file that has something to profile; files without specs or main are skipped."""
-    outcomes: list[ProfileOutcome] = []
-    notes: list[str] = []
-    env: dict[str, Any] | None = None
-    for p in paths:
-        try:
-            text = p.read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            notes.append(f"{p}: cannot read: {exc.strerror or exc}")
-            continue
-        model = parse_source(text, str(p))
-        root = spec.find_workspace_root(p)
-        ws_specs = spec.load_workspace_specs(root)[0] if root else {}
-        if not (model.spec_blocks or model.has_main or any(model.function(e) for e in ws_specs)):
-            continue
-        try:
-            if env is None:
-                env = runner_environment(runner)
-            outcomes.append(profile_file(p, text, runner, options, ruleset, ws_specs, cancel, progress, env))
-        except (ProfileError, RunnerError) as exc:
-            if exc.kind in _HOST_FAILURES:
-                # The same failure would repeat for every other file: say it once and stop.
-                notes.append(f"{p}: profiling failed: {exc}")
-                break
-            notes.append(f"{p}: profiling skipped: {exc}")
-    return outcomes, notes
-
-
-def format_outcome(outcome: ProfileOutcome, label: str, top: int = 5) -> str:
-    """The human report of a profile (the CLI prints it; the editor shows it as "Show profile report")."""
-    env = outcome.environment
-    clock = float(env.get("clocks_under_ncu_hz") or 0) / 1e9
-    out = [
-        f"{label}: {env.get('gpu', '?')} (driver {env.get('driver', '?')}, ncu {env.get('ncu_version', '?')}, "
-        f"SM clock under ncu {clock:.2f} GHz){' [cached]' if outcome.cached else ''}; wall {outcome.wall_s:.1f} s"
-    ]
-    for k in outcome.kernels:
-        dur = f"{k.duration_ns / 1000:.1f} us" if k.duration_ns else "?"
-        dram = f"{k.dram_pct:.0f}% of DRAM peak" if k.dram_pct is not None else "DRAM ?"
-        fp32 = f"{k.fp32_pct:.1f}% of FP32 peak" if k.fp32_pct is not None else "FP32 ?"
-        entry = f" (entry {k.entry})" if k.entry and k.entry != k.name else ""
-        out.append(f"\n{k.name}{entry}: {dur}, {dram}, {fp32}; {k.bottleneck}")
-        for f in [f for f in outcome.findings if f.kernel == k.name][:top]:
-            out.append(f"  {f.range.start_line + 1:>5}: {f.severity.value} {f.code} {f.message}")
-        if k.hot_lines:
-            hl = ", ".join(
-                f"{h['line']} ({100 * h['share']:.0f}% {h['stall'] or ''})".replace(" )", ")")
-                for h in k.hot_lines[:5]
-            )
-            out.append(f"  hottest lines: {hl}")
-    return "\n".join(out)

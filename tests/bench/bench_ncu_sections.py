@@ -23,7 +23,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from helpers.gpuinfo import gpu_slug, local_gpu_name  # noqa: E402  (tests/helpers/gpuinfo.py)
 
-from kernellsp.profile.ncu import EXTRA_METRICS, FAST_SECTIONS  # noqa: E402
+from kernellsp.profile.ncu import EXTRA_METRICS  # noqa: E402
+from kernellsp.profile.outcome import FAST_SECTIONS  # noqa: E402
 from kernellsp.run import harness  # noqa: E402
 from kernellsp.run import harness_build as hb  # noqa: E402
 from kernellsp.source.model import parse_source  # noqa: E402

@@ -31,8 +31,9 @@ from lsprotocol import types
 from kernellsp.lsp.convert import RangeMapper, diagnostic
 from kernellsp.lsp.jobs import ProgressReporter
 from kernellsp.lsp.server import KernelLspServer
-from kernellsp.profile.ncu import ProfileError, ProfileOptions, cached_profile, format_outcome, profile_file
+from kernellsp.profile.ncu import ProfileError, ProfileOptions, cached_profile, profile_file
 from kernellsp.report.html import HtmlReportError, Run, profile_page
+from kernellsp.report.profile_text import format_outcome
 from kernellsp.rules.engine import load_rules
 from kernellsp.run.runner import RunnerError
 from kernellsp.source import spec
