@@ -225,7 +225,7 @@ def _write_html(path: Path, runs: list[Any], title: str) -> None:
 
 def _read_cuda(file: Path) -> str:
     """The file's text, or a usage error (exit 2) naming why it cannot be read."""
-    from kernellsp.check import read_source
+    from kernellsp.source.files import read_source
 
     if not file.exists():
         raise _fail(f"{file}: no such file")

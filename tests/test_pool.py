@@ -238,7 +238,7 @@ def test_optimize_all_fans_entries_out_across_the_pool(
         (ws / name).write_text((SAMPLES_DIR / name).read_text())
     (ws / "sub").mkdir()
     (ws / "sub" / "saxpy_strided.cu").write_text((SAMPLES_DIR / "saxpy_strided.cu").read_text())
-    from kernellsp.check import collect_files
+    from kernellsp.source.files import collect_files
 
     jobs, notes = fanout.find_entries(collect_files([ws]))
     assert notes == []

@@ -40,7 +40,7 @@ def side_file(path: Path, text: str) -> Path:
 
 def _read_user_text(path: Path) -> str:
     """The file's text exactly as the CLI and the editor read it (line endings kept, latin-1 fallback)."""
-    from kernellsp.check import read_source
+    from kernellsp.source.files import read_source
 
     text, err = read_source(path)
     if text is None:

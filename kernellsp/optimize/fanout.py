@@ -44,9 +44,9 @@ class EntryJob:
 
 
 def find_entries(files: list[Path]) -> tuple[list[EntryJob], list[str]]:
-    """Every entry with a valid launch spec in ``files`` (from :func:`kernellsp.check.collect_files`), and a
+    """Every entry with a valid launch spec in ``files`` (from :func:`kernellsp.source.files.collect_files`), and a
     note for each file that cannot be read or has no spec'd entry."""
-    from kernellsp.check import read_source
+    from kernellsp.source.files import read_source
     from kernellsp.source.model import parse_source
     from kernellsp.source.spec import specs_from_source
 

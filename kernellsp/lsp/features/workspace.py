@@ -22,7 +22,6 @@ from typing import Any
 
 from pygls.uris import from_fs_path
 
-from kernellsp.check import CheckError, collect_files
 from kernellsp.findings import counted
 from kernellsp.lsp.features.diagnostics import KIND as CHECK_KIND
 from kernellsp.lsp.features.diagnostics import client_options, start_check
@@ -30,6 +29,7 @@ from kernellsp.lsp.jobs import ProgressReporter
 from kernellsp.lsp.server import CommandError, KernelLspServer
 from kernellsp.lsp.worker import check_document
 from kernellsp.optimize.apply import ApplyError, revert
+from kernellsp.source.files import CheckError, collect_files
 
 log = logging.getLogger(__name__)
 
