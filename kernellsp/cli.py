@@ -16,35 +16,25 @@ from typing import Annotated
 import typer
 
 from kernellsp import __version__
+from kernellsp.cli_commands import run_optimize_command, run_profile_command, run_verify_command
 from kernellsp.cli_runs import (
     _add_profile_findings,
-    _echo_optimize_result,
-    _optimize_all,
     _run_check,
-    _run_optimize_loop,
-    _run_profile,
-    _run_verify,
 )
 from kernellsp.cli_support import (
     FailOn,
     OutputFormat,
-    _check_html_target,
     _fail,
     _hide_redundant_help_types,
     _json_format,
     _make_runner,
     _no_runner,
-    _optimize_html,
-    _pick_entry,
-    _print_explain,
     _project_options,
-    _read_cuda,
     _settings,
     _write_check_report,
-    _write_html,
     err_console,
 )
-from kernellsp.report.text import doctor_text, history_text, replay_text, rule_line, rule_text, verdict_text
+from kernellsp.report.text import doctor_text, history_text, replay_text, rule_line, rule_text
 
 app = typer.Typer(
     name="kernellsp",
@@ -236,52 +226,9 @@ def profile_cmd(
     ] = None,
 ) -> None:
     """Profile FILE's kernels under Nsight Compute: duration, roofline position, bottleneck, findings, hot lines."""
-    import json
-
-    from kernellsp.profile.ncu import ProfileOptions
-    from kernellsp.run.runner import Runner
-    from kernellsp.source.spec import find_workspace_root, load_workspace_specs
-
-    text = _read_cuda(file)
-    if html_out is not None:
-        _check_html_target(html_out)
-    if save_report is not None:
-        try:  # before the GPU work: a bad destination is a usage error, not a lost profile
-            save_report.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise _fail(f"--save-report {save_report}: {exc.strerror or exc}") from None
-    settings = _settings(file, gpu_host)
-    runner, problem = _make_runner(settings, f"profile of {file.name}")
-    if runner is None:
-        raise _fail(f"cannot profile: {problem}")
-    assert isinstance(runner, Runner)
-    root = find_workspace_root(file)
-    ws_specs = load_workspace_specs(root)[0] if root else {}
-    opts = ProfileOptions.from_settings(
-        settings,
-        deep=deep,
-        use_cache=not no_cache,
-        save_report_dir=save_report,
-        kernels=kernel or None,
-        **({"arch": arch} if arch else {}),
+    run_profile_command(
+        file, kernel, output_format, gpu_host, deep, save_report, arch, no_cache, top, html_out
     )
-    interactive = err_console.is_terminal and output_format == OutputFormat.text
-    outcome = _run_profile(file, text, runner, opts, ws_specs, interactive)
-    if html_out is not None:
-        from kernellsp.report.html import Run
-
-        _write_html(html_out, [Run("profile", outcome, text)], f"kernellsp profile: {file.name}")
-    if output_format == OutputFormat.json:
-        typer.echo(json.dumps(outcome.to_dict(), indent=2, sort_keys=True, default=str))
-        raise typer.Exit(0)
-    from kernellsp.report.profile_text import format_outcome
-
-    typer.echo(format_outcome(outcome, str(file), top))
-    for n in outcome.notes:
-        err_console.print(f"note: {n}", markup=False)
-    if outcome.reports:
-        typer.echo("\nreports: " + ", ".join(outcome.reports))
-    raise typer.Exit(0)
 
 
 @app.command()
@@ -344,67 +291,22 @@ def optimize(
 ) -> None:
     """Propose rewrites, verify each (scope, correctness, sanitizer, timing) and keep only a proven winner."""
 
-    from kernellsp.optimize.apply import ApplyError, apply_result
-    from kernellsp.optimize.loop import default_proposers
-    from kernellsp.optimize.propose.base import ProposerError
-    from kernellsp.optimize.result import OptimizeError, OptimizeOptions
-    from kernellsp.optimize.verify.gate import VerifyOptions
-    from kernellsp.rules.engine import load_rules
-    from kernellsp.run.runner import Runner
-    from kernellsp.source.spec import find_workspace_root
-
     json_out = _json_format(output_format, json_out, "optimize")
-    if proposer not in ("auto", "recipes", "tuner", "llm"):
-        raise _fail(f"--proposer {proposer}: expected auto, recipes, tuner or llm")
-    if all_entries:
-        if kernel or apply or explain:
-            raise _fail(
-                "--all optimizes every spec'd entry and writes no file: drop --kernel, --apply and --explain"
-            )
-        _optimize_all(files, json_out, html_out, proposer, rounds, candidates, min_gain, seeds, gpu_host)
-    if len(files) != 1:
-        raise _fail(
-            f"optimize takes one file ({len(files)} given); to optimize every entry of several, add --all"
-        )
-    file = files[0]
-    text = _read_cuda(file)
-    entry = _pick_entry(file, text, kernel)
-    if explain:
-        _print_explain(file, text, entry, json_out)
-        raise typer.Exit(0)
-    if html_out is not None:
-        _check_html_target(html_out)
-    root = find_workspace_root(file)
-    settings = _settings(file, gpu_host)
-    runner, problem = _make_runner(settings, f"optimize of {file.name}")
-    if runner is None:
-        raise _fail(f"cannot optimize: {problem}")
-    assert isinstance(runner, Runner)
-    ruleset = load_rules(root)
-    try:
-        proposers = default_proposers(settings, ruleset, proposer)
-    except (OptimizeError, ProposerError) as exc:
-        raise _fail(str(exc)) from None
-    from kernellsp.check import CheckOptions, check_text
-
-    findings = check_text(file, text, CheckOptions(), ruleset).findings
-    opts = OptimizeOptions(
-        rounds=rounds or settings.optimize_rounds,
-        candidates=candidates or settings.optimize_candidates,
-        min_gain_pct=settings.min_gain_pct if min_gain is None else min_gain,
-        verify=VerifyOptions(seeds=seeds),
+    run_optimize_command(
+        files,
+        kernel,
+        all_entries,
+        apply,
+        json_out,
+        rounds,
+        candidates,
+        proposer,
+        explain,
+        min_gain,
+        seeds,
+        gpu_host,
+        html_out,
     )
-    result = _run_optimize_loop(file, text, entry, runner, proposers, opts, findings, json_out)
-    applied = None
-    if apply and result.accepted:
-        try:
-            applied = str(apply_result(file, result))
-        except ApplyError as exc:
-            raise _fail(str(exc)) from None
-    _echo_optimize_result(file, entry, result, apply, applied, json_out)
-    if html_out is not None:
-        _optimize_html(html_out, file, entry, result, runner, settings)
-    raise typer.Exit(0 if result.accepted else 1)
 
 
 @app.command()
@@ -427,31 +329,8 @@ def verify(
     evidence: Annotated[Path | None, typer.Option(help="Write the evidence bundle here.")] = None,
 ) -> None:
     """Run the scope, correctness, sanitizer and timing gates on a rewrite from anywhere; exit 0 only if accepted."""
-    import json
-
-    from kernellsp.optimize.verify.gate import write_evidence
-    from kernellsp.run.runner import Runner
-
     json_out = _json_format(output_format, json_out, "verify")
-    text = _read_cuda(file)
-    ctext = _read_cuda(candidate)
-    entry = _pick_entry(file, text, kernel)
-    settings = _settings(file, gpu_host)
-    min_gain = settings.min_gain_pct if min_gain is None else min_gain
-    runner, problem = _make_runner(settings, f"verify of {file.name}")
-    if runner is None:
-        # Without a GPU the gates that need none still run first (scope, the candidate's spec and launch): a
-        # candidate without the kernel is a scope_violation here too, not "no GPU".
-        runner = _no_runner(f"cannot verify: {problem}")
-    assert isinstance(runner, Runner)
-    v = _run_verify(file, text, ctext, entry, runner, seeds, min_gain, json_out)
-    if evidence is not None:
-        write_evidence(evidence, file, text, ctext, v)
-    if json_out:
-        typer.echo(json.dumps(v.to_dict(), indent=2, default=str))
-    else:
-        typer.echo(verdict_text(v))
-    raise typer.Exit(0 if v.accepted else 1)
+    run_verify_command(file, candidate, kernel, json_out, seeds, min_gain, gpu_host, evidence)
 
 
 @app.command()
