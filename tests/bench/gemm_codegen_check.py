@@ -36,30 +36,17 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from helpers.gpuinfo import gpu_slug, local_gpu_name  # noqa: E402
 
+from kernellsp.optimize.propose.recipes import _gemm_codegen as _cg  # noqa: E402
+from kernellsp.optimize.propose.recipes import _gemv_codegen as _gv  # noqa: E402
 
-def _load_codegen() -> Any:
-    """The generator module by file path: it needs only the standard library, while importing the
-    recipes package would pull in the parser and pydantic (not installed on every GPU host)."""
-    import importlib.util
-
-    path = ROOT / "kernellsp" / "optimize" / "propose" / "recipes" / "_gemm_codegen.py"
-    spec = importlib.util.spec_from_file_location("kernellsp_gemm_codegen", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up while the class is created
-    spec.loader.exec_module(mod)
-    return mod
-
-
-_cg = _load_codegen()
 GemmBinding, GemmTile, GemvBinding, GemvTile, Operand = (
     _cg.GemmBinding,
     _cg.GemmTile,
-    _cg.GemvBinding,
-    _cg.GemvTile,
+    _gv.GemvBinding,
+    _gv.GemvTile,
     _cg.Operand,
 )
-gemm_body, gemv_body = _cg.gemm_body, _cg.gemv_body
+gemm_body, gemv_body = _cg.gemm_body, _gv.gemv_body
 
 #: One signature for every GEMM variant, so one launcher type calls them all.
 GEMM_PARAMS = (

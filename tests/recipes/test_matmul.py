@@ -19,6 +19,7 @@ import pytest
 from kernellsp.build import nvcc
 from kernellsp.optimize.propose.base import splice_kernel
 from kernellsp.optimize.propose.recipes import _gemm_codegen as cg
+from kernellsp.optimize.propose.recipes import _gemv_codegen as gv
 from kernellsp.optimize.propose.recipes import explain, recipe
 from kernellsp.optimize.propose.recipes.base import Match, RecipeContext, contexts_for
 from kernellsp.optimize.verify.scope import check_scope, edit_targets
@@ -356,7 +357,7 @@ def test_generated_kernels_parse_for_every_layout_and_pipeline() -> None:
                         code = cg.gemm_body(b, t, tile_loop=loop)
                         assert not parse_source(code).syntax_errors, (la, lb, lc, t)
     for lay in ("row", "col"):
-        gb = cg.GemvBinding(
+        gb = gv.GemvBinding(
             "g",
             "__global__ void g(const float* A, const float* x, float* y, int M, int N)",
             "M",
@@ -366,7 +367,7 @@ def test_generated_kernels_parse_for_every_layout_and_pipeline() -> None:
             "y",
             epilogue="2.0f * {acc} + {c}",
         )
-        assert not parse_source(cg.gemv_body(gb, cg.GemvTile())).syntax_errors
+        assert not parse_source(gv.gemv_body(gb, gv.GemvTile())).syntax_errors
 
 
 def test_orientation_swaps_roles_and_round_trips() -> None:

@@ -6,7 +6,7 @@ only (the vector): row-wise products (``A[i*lda + k]``, the naive one-thread-per
 reads 32 rows apart), column-wise ones (``A[i + k*lda]``, or ``A^T x`` over a row-major A), with or
 without alpha/beta, strided vectors, a batch over ``blockIdx.z`` or an outer loop.
 
-The rewrite (:func:`._gemm_codegen.gemv_body`) streams the matrix once with 16-byte loads: for a
+The rewrite (:func:`._gemv_codegen.gemv_body`) streams the matrix once with 16-byte loads: for a
 row-major matrix one warp owns a row (several loads in flight per lane, a shuffle reduction); for a
 column-major one each thread owns four consecutive outputs and the block splits the reduction into
 groups whose partial sums meet in shared memory. The sum is a tree, not the naive left-to-right
@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kernellsp.optimize.propose.recipes import _gemm_codegen as cg
+from kernellsp.optimize.propose.recipes import _gemv_codegen as gv
 from kernellsp.optimize.propose.recipes import _memshape as ms
 from kernellsp.optimize.propose.recipes._elementwise.launch import spec_expr
 from kernellsp.optimize.propose.recipes._product.analysis import analyse
@@ -47,7 +47,7 @@ PARAMS: dict[str, list[Any]] = {"warps": [8, 4], "unroll": [4, 8], "cols": [32, 
 class Gemv:
     """What :func:`match` found."""
 
-    binding: cg.GemvBinding
+    binding: gv.GemvBinding
     m_spec: str | None
     batch_spec: str | None
     host_block: int | None = None
@@ -96,9 +96,9 @@ def classify(ctx: RecipeContext, p: Product) -> Gemv | str:
     if isinstance(strides, str):
         return strides
     xs, ys, bstride = strides
-    clash = sorted(q.name for q in ctx.ir.params if q.name.startswith(cg.P))
+    clash = sorted(q.name for q in ctx.ir.params if q.name.startswith(gv.P))
     if clash:
-        return f"parameter {clash[0]} starts with the generator's prefix {cg.P}"
+        return f"parameter {clash[0]} starts with the generator's prefix {gv.P}"
     epilogue = p.epilogue.replace("{" + ci.name + "}", "{i}")
     init = p.init.replace("{" + ci.name + "}", "{i}")
     moff = mat.index.without(names)
@@ -106,12 +106,12 @@ def classify(ctx: RecipeContext, p: Product) -> Gemv | str:
     def text(q: Poly) -> str:
         return q.c_text() if q != Poly() else "0"
 
-    binding = cg.GemvBinding(
+    binding = gv.GemvBinding(
         entry=ctx.kernel.name,
         signature=signature_text(ctx),
         m=ci.extent.c_text(),
         n=p.kbound.c_text(),
-        a=cg.Operand(mat.access.base, layout, ld.c_text(), text(moff), text(bstride[mat.access.base])),
+        a=gv.Operand(mat.access.base, layout, ld.c_text(), text(moff), text(bstride[mat.access.base])),
         x=vec.access.base,
         y=st.access.base,
         x_stride=xs.c_text(),
@@ -150,12 +150,12 @@ def _roles(p: Product) -> tuple[Term, Term, ms.Coord, ms.Coord | None] | str:
     return mat, vec, ci, cb
 
 
-def _matrix_layout(p: Product, mat: Term, ci: ms.Coord, names: set[str]) -> tuple[cg.Layout, Poly] | str:
+def _matrix_layout(p: Product, mat: Term, ci: ms.Coord, names: set[str]) -> tuple[gv.Layout, Poly] | str:
     """The matrix's layout (contiguous along the rows' reduction or along the rows) and leading dimension."""
     si, sk = mat.index.coeff(ci.name), mat.index.coeff(p.k)
     if si.depends_on(names) or sk.depends_on(names):
         return f"the index of {mat.access.base} is not linear in the row and reduction variables"
-    layout: cg.Layout
+    layout: gv.Layout
     if sk == Poly.const(1) and si != Poly.const(1):
         layout, ld = "row", si
     elif si == Poly.const(1) and sk != Poly.const(1):
@@ -225,10 +225,10 @@ def points(ctx: RecipeContext, m: Match) -> list[dict[str, Any]]:
     return [{"cols": 32}, {"cols": 64}]
 
 
-def _tile(g: Gemv, params: dict[str, Any]) -> cg.GemvTile:
+def _tile(g: Gemv, params: dict[str, Any]) -> gv.GemvTile:
     if g.binding.a.layout == "row":
         warps = g.host_block // 32 if g.host_block else int(params.get("warps", 8))
-        return cg.GemvTile(warps=warps, unroll=int(params.get("unroll", 4)))
+        return gv.GemvTile(warps=warps, unroll=int(params.get("unroll", 4)))
     cols = int(params.get("cols", 32))
     threads = g.host_block or 256
     if g.host_block:
@@ -236,18 +236,18 @@ def _tile(g: Gemv, params: dict[str, Any]) -> cg.GemvTile:
     splits = threads // (cols // 4)
     if splits < 1 or splits * (cols // 4) != threads:
         raise RecipeError(f"{threads} threads do not split into groups of {cols // 4}")
-    return cg.GemvTile(cols_per_block=cols, splits=splits)
+    return gv.GemvTile(cols_per_block=cols, splits=splits)
 
 
 def generate(ctx: RecipeContext, m: Match, params: dict[str, Any]) -> Rewrite:
     g: Gemv = m.data
     t = _tile(g, params)
     try:
-        code = cg.gemv_body(g.binding, t)
+        code = gv.gemv_body(g.binding, t)
     except ValueError as exc:
         raise RecipeError(str(exc)) from None
     if g.host_block is not None:
         return Rewrite(ctx.kernel.name, code)
     assert g.m_spec is not None
-    launch = cg.gemv_launch(t, g.binding.a.layout, g.m_spec, g.batch_spec)
+    launch = gv.gemv_launch(t, g.binding.a.layout, g.m_spec, g.batch_spec)
     return Rewrite(ctx.kernel.name, code, specmod.LaunchSpec.model_validate(launch))
