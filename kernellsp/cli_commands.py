@@ -24,6 +24,7 @@ from kernellsp.cli_support import (
     _pick_entry,
     _print_explain,
     _read_cuda,
+    _require_runner,
     _settings,
     _write_html,
     err_console,
@@ -47,7 +48,6 @@ def run_profile_command(
     import json
 
     from kernellsp.profile.ncu import ProfileOptions
-    from kernellsp.run.runner import Runner
     from kernellsp.source.spec import find_workspace_root, load_workspace_specs
 
     text = _read_cuda(file)
@@ -59,10 +59,7 @@ def run_profile_command(
         except OSError as exc:
             raise _fail(f"--save-report {save_report}: {exc.strerror or exc}") from None
     settings = _settings(file, gpu_host)
-    runner, problem = _make_runner(settings, f"profile of {file.name}")
-    if runner is None:
-        raise _fail(f"cannot profile: {problem}")
-    assert isinstance(runner, Runner)
+    runner = _require_runner(settings, f"profile of {file.name}", "cannot profile")
     root = find_workspace_root(file)
     ws_specs = load_workspace_specs(root)[0] if root else {}
     opts = ProfileOptions.from_settings(
@@ -114,7 +111,6 @@ def run_optimize_command(
     from kernellsp.optimize.result import OptimizeError, OptimizeOptions
     from kernellsp.optimize.verify.gate import VerifyOptions
     from kernellsp.rules.engine import load_rules
-    from kernellsp.run.runner import Runner
     from kernellsp.source.spec import find_workspace_root
 
     if proposer not in ("auto", "recipes", "tuner", "llm"):
@@ -139,10 +135,7 @@ def run_optimize_command(
         _check_html_target(html_out)
     root = find_workspace_root(file)
     settings = _settings(file, gpu_host)
-    runner, problem = _make_runner(settings, f"optimize of {file.name}")
-    if runner is None:
-        raise _fail(f"cannot optimize: {problem}")
-    assert isinstance(runner, Runner)
+    runner = _require_runner(settings, f"optimize of {file.name}", "cannot optimize")
     ruleset = load_rules(root)
     try:
         proposers = default_proposers(settings, ruleset, proposer)

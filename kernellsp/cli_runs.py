@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from kernellsp.cli_support import _check_html_target, _fail, _make_runner, _settings, err_console
+from kernellsp.cli_support import (
+    _check_html_target,
+    _fail,
+    _make_runner,
+    _require_runner,
+    _settings,
+    err_console,
+)
 from kernellsp.report.text import optimize_text
 
 if TYPE_CHECKING:
@@ -326,7 +333,6 @@ def _optimize_all(
     from kernellsp.optimize.result import OptimizeError, OptimizeOptions
     from kernellsp.optimize.verify.gate import VerifyOptions
     from kernellsp.rules.engine import load_rules
-    from kernellsp.run.runner import Runner
     from kernellsp.source.spec import find_workspace_root
 
     notes: list[str] = []
@@ -344,10 +350,7 @@ def _optimize_all(
     if html_out is not None:
         _check_html_target(html_out)
     settings = _settings(paths[0], gpu_host)
-    runner, problem = _make_runner(settings)
-    if runner is None:
-        raise _fail(f"cannot optimize: {problem}")
-    assert isinstance(runner, Runner)
+    runner = _require_runner(settings, "a kernellsp command", "cannot optimize")
     ruleset = load_rules(find_workspace_root(paths[0]))
     try:
         default_proposers(

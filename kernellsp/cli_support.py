@@ -18,6 +18,7 @@ from rich.markup import escape
 from kernellsp.report.text import explain_text
 
 if TYPE_CHECKING:
+    from kernellsp.run.runner import Runner
     from kernellsp.settings import Settings
 
 
@@ -168,6 +169,17 @@ def _make_runner(settings: Settings, job: str = "a kernellsp command") -> tuple[
         runner.gpu_wait_s = settings.gpu_wait_timeout_s or None
         runner.on_gpu_wait = lambda m: err_console.print(m, markup=False, highlight=False)
     return runner, problem
+
+
+def _require_runner(settings: Settings, job: str, refusal: str) -> Runner:
+    """:func:`_make_runner`, or exit 2 with ``"{refusal}: {reason}"`` when this host cannot do GPU work."""
+    from kernellsp.run.runner import Runner
+
+    runner, problem = _make_runner(settings, job)
+    if runner is None:
+        raise _fail(f"{refusal}: {problem}")
+    assert isinstance(runner, Runner)
+    return runner
 
 
 def _write_check_report(
