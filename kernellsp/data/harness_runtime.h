@@ -548,19 +548,50 @@ KERNELLSP_H_HD inline u64 poison_pattern(unsigned char byte, int esize) {
   return v;
 }
 
+// Calls f(lo, hi) on disjoint chunks covering [0, n), on up to 16 threads when n is large: the host input
+// fill (a counter-based generator, so any chunk can be filled on its own) and the output digests dominated
+// a verification's harness processes on big shapes (0.5 s per input set of 32M elements on one core).
+template <class F>
+inline void parallel_chunks(u64 n, F f) {
+  const u64 min_chunk = 1u << 20;
+  u64 threads = std::thread::hardware_concurrency();
+  threads = std::min<u64>(std::min<u64>(threads ? threads : 1, 16), (n + min_chunk - 1) / min_chunk);
+  if (threads <= 1) {
+    f((u64)0, n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  const u64 step = (n + threads - 1) / threads;
+  try {
+    for (u64 lo = step; lo < n; lo += step) pool.emplace_back(f, lo, std::min(n, lo + step));
+  } catch (const std::system_error&) {
+    // No more threads (a process limit): the rest is filled on this one.
+    const u64 done = step * (pool.size() + 1);
+    if (done < n) f(done, n);
+  }
+  f((u64)0, std::min(n, step));
+  for (std::thread& th : pool) th.join();
+}
+
 // Order-independent digest of a buffer: sum over elements j of mix64(bits_j + (j + 1) * kGamma),
-// mod 2^64. `poisoned` counts elements whose bits still equal the poison pattern.
+// mod 2^64. `poisoned` counts elements whose bits still equal the poison pattern. A sum, so it is taken in
+// chunks on several threads (a 256 MB output took a tenth of a second per input set on one core).
 inline void digest_host(const unsigned char* p, u64 count, int esize, unsigned char poison, u64* digest,
                         u64* poisoned) {
   const u64 pat = poison_pattern(poison, esize);
-  u64 s = 0, c = 0;
-  for (u64 j = 0; j < count; ++j) {
-    u64 v = load_elem(p, j, esize);
-    s += mix64(v + (j + 1ULL) * kGamma);
-    c += (v == pat) ? 1ULL : 0ULL;
-  }
-  *digest = s;
-  *poisoned = c;
+  std::atomic<u64> s{0}, c{0};
+  parallel_chunks(count, [&](u64 lo, u64 hi) {
+    u64 ps = 0, pc = 0;
+    for (u64 j = lo; j < hi; ++j) {
+      u64 v = load_elem(p, j, esize);
+      ps += mix64(v + (j + 1ULL) * kGamma);
+      pc += (v == pat) ? 1ULL : 0ULL;
+    }
+    s.fetch_add(ps);
+    c.fetch_add(pc);
+  });
+  *digest = s.load();
+  *poisoned = c.load();
 }
 
 __global__ void kernellsp_h_digest_kernel(const unsigned char* p, u64 count, int esize, unsigned char poison,
@@ -1159,51 +1190,6 @@ inline void make_buffers() {
     b.poison = poison_byte(kArgs[a].dtype, g_state.opt.poison_alt);
     g_state.bufs.push_back(b);
   }
-}
-
-// Calls f(lo, hi) on disjoint chunks covering [0, n), on up to 16 threads when n is large: the host input
-// fill (a counter-based generator, so any chunk can be filled on its own) dominated a verification's
-// harness processes on big shapes (0.5 s per input set of 32M elements on one core).
-template <class F>
-inline void parallel_chunks(u64 n, F f) {
-  const u64 min_chunk = 1u << 20;
-  u64 threads = std::thread::hardware_concurrency();
-  threads = std::min<u64>(std::min<u64>(threads ? threads : 1, 16), (n + min_chunk - 1) / min_chunk);
-  if (threads <= 1) {
-    f((u64)0, n);
-    return;
-  }
-  std::vector<std::thread> pool;
-  const u64 step = (n + threads - 1) / threads;
-  try {
-    for (u64 lo = step; lo < n; lo += step) pool.emplace_back(f, lo, std::min(n, lo + step));
-  } catch (const std::system_error&) {
-    // No more threads (a process limit): the rest is filled on this one.
-    const u64 done = step * (pool.size() + 1);
-    if (done < n) f(done, n);
-  }
-  f((u64)0, std::min(n, step));
-  for (std::thread& th : pool) th.join();
-}
-
-// digest_host on several threads (the digest is a sum, so chunks add up): a 256 MB output took a tenth of
-// a second per input set on one core.
-inline void digest_host_parallel(const unsigned char* p, u64 count, int esize, unsigned char poison, u64* digest,
-                                 u64* poisoned) {
-  std::atomic<u64> s{0}, c{0};
-  parallel_chunks(count, [&](u64 lo, u64 hi) {
-    const u64 pat = poison_pattern(poison, esize);
-    u64 ps = 0, pc = 0;
-    for (u64 j = lo; j < hi; ++j) {
-      u64 v = load_elem(p, j, esize);
-      ps += mix64(v + (j + 1ULL) * kGamma);
-      pc += (v == pat) ? 1ULL : 0ULL;
-    }
-    s.fetch_add(ps);
-    c.fetch_add(pc);
-  });
-  *digest = s.load();
-  *poisoned = c.load();
 }
 
 // Fills the host copy of every in/inout buffer for set `i` (its seed, pattern and |x| modifier). Set 0
@@ -1830,7 +1816,7 @@ inline void mode_check(const DeviceFacts& f) {
       }
       {
         HostPhase ph("digest");
-        digest_host_parallel(host.data(), b.count, b.esize, b.poison, &sb.digest, &sb.unwritten);
+        digest_host(host.data(), b.count, b.esize, b.poison, &sb.digest, &sb.unwritten);
       }
       sb.has_digest = true;
       sb.file = i == 0 ? std::string(a.file) : file_variant(a.file, ".bin", "s" + std::to_string(i));
