@@ -469,7 +469,7 @@ def test_hazard_checks_are_bounded_on_heavy_shapes_only_after_passing_a_smaller_
     verdict = sanitize(session, "softmax_row", plan, opts, lambda *_: None, text, {})  # type: ignore[arg-type]
     assert verdict is not None and verdict.kind == "timeout"
 
-    # The correctness run measured one launch of the heavy shape at 5 ms: under racecheck that is past the
+    # The correctness runs measured the heavy shape's fastest launch at 5 ms: under racecheck that is past the
     # budget (HAZARD_SLOWDOWN), so the bounded run is not started at all (it could not have reported).
     slow, calls = set(), []
     session.runs = [
@@ -479,7 +479,15 @@ def test_hazard_checks_are_bounded_on_heavy_shapes_only_after_passing_a_smaller_
             "tool": None,
             "shape": heavy,
             "sets": 4,
-            "host_s": {"launch": 0.02},
+            "fastest_launch_s": 0.005,
+        },
+        {
+            "exe": "h_cand",
+            "mode": "check",
+            "tool": None,
+            "shape": heavy,
+            "sets": 1,
+            "fastest_launch_s": 0.006,
         },
         {
             "exe": "h_cand",
@@ -487,7 +495,7 @@ def test_hazard_checks_are_bounded_on_heavy_shapes_only_after_passing_a_smaller_
             "tool": None,
             "shape": smallest,
             "sets": 4,
-            "host_s": {"launch": 4e-6},
+            "fastest_launch_s": 1e-6,
         },
     ]
     details = {}
@@ -496,3 +504,11 @@ def test_hazard_checks_are_bounded_on_heavy_shapes_only_after_passing_a_smaller_
     assert ("racecheck", heavy) in skipped
     assert ("racecheck", heavy, 60) not in calls and ("memcheck", heavy, 300) in calls
     assert ("racecheck", smallest, 300) in calls  # the first shape always runs, whatever its cost
+
+    # One correctness run with a fast launch among slow ones: the fastest counts, so the check runs.
+    slow, calls = set(), []
+    session.runs[1]["fastest_launch_s"] = 1e-4
+    details = {}
+    assert sanitize(session, "softmax_row", plan, opts, lambda *_: None, text, details) is None  # type: ignore[arg-type]
+    assert ("racecheck", heavy, 60) in calls
+    assert not [d for d in details["sanitizer"] if "not started" in d.get("bounded", "")]

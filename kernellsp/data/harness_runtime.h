@@ -679,6 +679,7 @@ struct SetBuf {
 struct SetResult {
   SetSpec spec;
   std::vector<SetBuf> bufs;
+  double launch_s = -1.0;  // host wall seconds of this set's launch and sync (-1: not launched)
 };
 
 // The outputs of one timed launch, chosen at random after it ran (--check-launches).
@@ -868,7 +869,8 @@ inline std::string set_json(std::size_t i) {
   std::string o = "{\"index\": " + std::to_string(i) + ", \"spec\": " + json_str(r.spec.text);
   o += ", \"seed\": " + json_u64(r.spec.seed) + ", \"pattern\": " + json_str(kPatternNames[r.spec.pattern]);
   o += ", \"launch\": " + (r.spec.has_launch ? json_u64(r.spec.launch) : std::string("null"));
-  o += ", \"abs\": " + std::string(r.spec.abs ? "true" : "false") + ", \"buffers\": {";
+  o += ", \"abs\": " + std::string(r.spec.abs ? "true" : "false");
+  o += ", \"launch_s\": " + (r.launch_s >= 0 ? json_double(r.launch_s) : std::string("null")) + ", \"buffers\": {";
   for (std::size_t k = 0; k < r.bufs.size(); ++k) {
     const SetBuf& sb = r.bufs[k];
     const ArgInfo& a = kArgs[g_state.bufs[k].arg];
@@ -1789,8 +1791,10 @@ inline void mode_check(const DeviceFacts& f) {
     }
     {
       HostPhase ph("launch");
+      const auto t0 = std::chrono::steady_clock::now();
       launch_checked(ptrs.data());
       sync_checked();
+      r.launch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     for (std::size_t k = 0; k < g_state.bufs.size(); ++k) {
       Buffer& b = g_state.bufs[k];

@@ -24,13 +24,19 @@ HAZARD_SLOWDOWN = 6.0e4
 
 
 def native_launch_s(s: Session, shape: int) -> float | None:
-    """Seconds per launch of the candidate on ``shape`` in its correctness run (launch to sync), if known."""
-    for r in reversed(s.runs):
-        if r["exe"] == "h_cand" and r["mode"] == "check" and r["tool"] is None and r["shape"] == shape:
-            host = r.get("host_s") or {}
-            if "launch" in host:
-                return float(host["launch"]) / max(1, int(r["sets"]))
-    return None
+    """The candidate's fastest launch on ``shape`` (launch to sync) over every input set of its correctness
+    runs, if known. The fastest, not the mean: a candidate that is slow on some launches (its first one in a
+    process, say) must not talk its way out of the hazard check on this shape."""
+    times = [
+        float(r["fastest_launch_s"])
+        for r in s.runs
+        if r["exe"] == "h_cand"
+        and r["mode"] == "check"
+        and r["tool"] is None
+        and r["shape"] == shape
+        and r.get("fastest_launch_s") is not None
+    ]
+    return min(times) if times else None
 
 
 def _sanitizer_plan(

@@ -115,6 +115,9 @@ class Session:
         host = result.raw.get("host_seconds")
         if isinstance(host, dict):
             record["host_s"] = {k: round(float(v), 3) for k, v in host.items() if isinstance(v, int | float)}
+        launches = [x.launch_s for x in result.sets if x.launch_s is not None]
+        if launches:
+            record["fastest_launch_s"] = min(launches)
         return res, result, out
 
 

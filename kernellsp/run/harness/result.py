@@ -122,6 +122,8 @@ class SetInfo:
     launch: int | None
     abs: bool
     buffers: dict[str, SetBuffer]
+    #: Host wall seconds of this set's launch and sync (None: not reported).
+    launch_s: float | None = None
 
 
 @dataclass
@@ -408,6 +410,7 @@ def _set_info(s: Any) -> SetInfo:
         launch=None if s.get("launch") is None else int(s["launch"]),
         abs=bool(s.get("abs", False)),
         buffers=_set_buffers(s.get("buffers")),
+        launch_s=None if s.get("launch_s") is None else float(s["launch_s"]),
     )
 
 
