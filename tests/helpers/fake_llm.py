@@ -297,17 +297,16 @@ class FakeLlm:
                         },
                     )
                 else:
-                    self._send(
-                        404,
-                        {
-                            "error": {
-                                "message": f"no route {self.path}",
-                                "type": "invalid_request_error",
-                                "param": None,
-                                "code": None,
-                            }
-                        },
-                    )
+                    self._no_route()
+
+            def _no_route(self) -> None:
+                err = {
+                    "message": f"no route {self.path}",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": None,
+                }
+                self._send(404, {"error": err})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -320,17 +319,7 @@ class FakeLlm:
                     {"method": "POST", "path": self.path, "headers": dict(self.headers), "body": body}
                 )
                 if not self.path.rstrip("/").endswith("/chat/completions"):
-                    self._send(
-                        404,
-                        {
-                            "error": {
-                                "message": f"no route {self.path}",
-                                "type": "invalid_request_error",
-                                "param": None,
-                                "code": None,
-                            }
-                        },
-                    )
+                    self._no_route()
                     return
                 status, payload = fake._respond(body, self.headers)  # case-insensitive .get
                 self._send(status, payload)
