@@ -382,14 +382,15 @@ def test_cli_optimize_all_prints_the_table_and_writes_the_page(
     """The CLI's --all over the pool (its runner is the test's: the workers' GPU steps are the stand-in)."""
     from typer.testing import CliRunner
 
-    from kernellsp import cli, cli_runs
+    from kernellsp import cli, cli_support
 
     (tmp_path / "kernellsp.toml").write_text('[settings]\nrunner = "pool"\n')
     (tmp_path / "k").mkdir()
     (tmp_path / "k" / "vector_add.cu").write_text(VECTOR_ADD)
     (tmp_path / "k" / "notes.txt").write_text("not CUDA")
     pool = _pool(cluster, build=False, gpu_seconds=0.05)
-    monkeypatch.setattr(cli_runs, "_make_runner", lambda _s: (pool.runner(), None))
+    # The runner is made in cli_support (_require_runner): the pool stands in for the one the settings name.
+    monkeypatch.setattr(cli_support, "_make_runner", lambda _s, _job="": (pool.runner(), None))
     monkeypatch.chdir(tmp_path)
     try:
         res = CliRunner().invoke(
