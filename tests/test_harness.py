@@ -544,8 +544,10 @@ def test_patterns_stay_in_the_spec_range_and_expose_partial_reads() -> None:
         assert min(vals) >= 0.0 and max(vals) <= 1.0, pattern
         evens = 2 * sum(vals[0::2]) / sum(vals)
         first = 2 * sum(vals[: len(vals) // 2]) / sum(vals)
-        # tail: uniform inputs keep the spec's fill under it (only a normal distribution has tails)
-        assert abs(evens - 1) > 0.05 or abs(first - 1) > 0.05 or pattern in ("spikes", "wide", "tail"), (
+        # tail, offset: uniform inputs keep the spec's fill under them (they are for normal distributions)
+        assert (
+            abs(evens - 1) > 0.05 or abs(first - 1) > 0.05 or pattern in ("spikes", "wide", "tail", "offset")
+        ), (
             pattern,
             evens,
             first,
@@ -1473,3 +1475,58 @@ def test_patterns_keep_a_naive_float32_sum_as_accurate_as_the_spec_inputs(tmp_pa
     dense = ((np.arange(n) + 0.5) / n).astype(np.float32)
     exact = float(np.sum(dense.astype(np.float64)))
     assert abs(float(np.cumsum(dense, dtype=np.float32)[-1]) - exact) / exact > 3 * max(spec_err, 1e-5) * 10
+
+
+def test_the_offset_pattern_exposes_a_one_pass_variance() -> None:
+    """A normal f32 buffer shifted 128-256 std to one side: a layernorm whose variance is E[x^2] - E[x]^2 in
+    fp32 is far off there (1e-3 norm error, elements outside rtol 1e-3), while a two-pass one summed in
+    another order stays within the error budget of the gate (1e-4); f16 and other distributions keep the
+    spec's fill."""
+    import numpy as np
+
+    rows, cols = 16, 2048
+    text = VADD.replace('dist = "normal(0.5, 2)"', 'dist = "normal(0, 1)"').replace(
+        "N = 4096", f"N = {rows * cols}"
+    )
+    plan = _plan_of(text, "vadd")
+    x = np.array(decode_buffer(fill_reference(plan, 0, 5, "b", pattern="offset"), "f32"), dtype=np.float32)
+    centre = float(np.mean(x, dtype=np.float64))
+    assert 128 <= abs(centre) <= 256 and float(np.ptp(x)) < 2 * 1.7321  # one centre, noise of one std
+    x = x.reshape(rows, cols)
+
+    def tree_sum(v: np.ndarray[Any, Any], lanes: int) -> np.ndarray[Any, Any]:
+        # a strided per-lane float32 loop, then a float32 tree over the lanes (a block or warp reduction)
+        p = np.zeros((rows, lanes), np.float32)
+        for k in range(cols // lanes):
+            p = (p + v[:, k * lanes : (k + 1) * lanes]).astype(np.float32)
+        while lanes > 1:
+            lanes //= 2
+            p = (p[:, :lanes] + p[:, lanes : 2 * lanes]).astype(np.float32)
+        return p[:, 0]
+
+    def layernorm(lanes: int, one_pass: bool) -> np.ndarray[Any, Any]:
+        mean = (tree_sum(x, lanes) / np.float32(cols))[:, None]
+        d = (x - mean).astype(np.float32)
+        if one_pass:
+            q = (tree_sum(x * x, lanes) / np.float32(cols))[:, None]
+            var = np.maximum(q - mean * mean, 0).astype(np.float32)
+        else:
+            var = (tree_sum(d * d, lanes) / np.float32(cols))[:, None]
+        return (d / np.sqrt(var + np.float32(1e-5))).astype(np.float32).astype(np.float64)
+
+    baseline = layernorm(256, one_pass=False)
+
+    def norm_error(y: np.ndarray[Any, Any]) -> float:
+        return float(np.linalg.norm(y - baseline) / np.linalg.norm(baseline))
+
+    assert norm_error(layernorm(32, one_pass=False)) < 1e-4 / 5  # an honest re-association: well inside
+    cheat = layernorm(256, one_pass=True)
+    assert norm_error(cheat) > 1e-4 * 5
+    assert (np.abs(cheat - baseline) > 1e-4 + 1e-3 * np.abs(baseline)).any()  # outside the spec's tolerance
+    half_text = text.replace('b = { dtype = "f32"', 'b = { dtype = "f16"').replace(
+        "const float* __restrict__ b", "const __half* __restrict__ b"
+    )
+    half = _plan_of(half_text.replace("<cuda_runtime.h>", "<cuda_fp16.h>"), "vadd")
+    assert fill_reference(half, 0, 5, "b", pattern="offset") == fill_reference(half, 0, 5, "b")
+    uniform = _plan_of(text.replace('dist = "normal(0, 1)"', 'dist = "uniform(0, 1)"'), "vadd")
+    assert fill_reference(uniform, 0, 5, "b", pattern="offset") == fill_reference(uniform, 0, 5, "b")

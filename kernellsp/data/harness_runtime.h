@@ -228,6 +228,7 @@ constexpr u64 kGamma = 0x9E3779B97F4A7C15ULL;
 constexpr u64 kArgMul = 0xD1B54A32D192ED03ULL;
 constexpr u64 kRepMul = 0xA0761D6478BD642FULL;
 constexpr double kTwoPi = 6.283185307179586;
+constexpr double kSqrt3 = 1.7320508075688772;
 
 KERNELLSP_H_HD inline u64 mix64(u64 z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -406,10 +407,20 @@ KERNELLSP_H_HD inline void store_elem(void* base, u64 j, int dtype, bool int_pat
 // is a legal input of the spec, just rare; it exposes shortcuts that random inputs never reach, such as
 // a softmax taking its stabilising max over part of the row (exp overflows to inf). Other
 // distributions keep the spec's values under it.
+//
+// "offset" applies to f32/f64 normal distributions only: the whole buffer sits 128 to 256 standard
+// deviations to one side of the mean, every element a uniform draw of one standard deviation around
+// that shifted centre. Still legal inputs (a normal's support is the whole line), and the data real
+// code sees (activations with a large mean, sensor readings, timestamps). It exposes catastrophic
+// cancellation that zero-mean inputs hide: a variance taken as E[x^2] - E[x]^2 in fp32 loses
+// up to log2(256^2) = 16 of its 24 bits, while an honest two-pass or Welford rewrite loses about
+// log2(256) = 8 in its mean, so an honest re-association stays within the error budget and the
+// shortcut does not. f16/bf16 inputs are left alone: that far out their noise keeps 1 to 4 bits.
 
-enum : int { PAT_SPEC = 0, PAT_SPIKES, PAT_ALTERNATING, PAT_RAMP, PAT_WIDE, PAT_TAIL };
-constexpr int kNumPatterns = 6;
-static const char* const kPatternNames[kNumPatterns] = {"spec", "spikes", "alternating", "ramp", "wide", "tail"};
+enum : int { PAT_SPEC = 0, PAT_SPIKES, PAT_ALTERNATING, PAT_RAMP, PAT_WIDE, PAT_TAIL, PAT_OFFSET };
+constexpr int kNumPatterns = 7;
+static const char* const kPatternNames[kNumPatterns] = {"spec",  "spikes", "alternating", "ramp",
+                                                        "wide",  "tail",   "offset"};
 static const double kFloatMax[4] = {65504.0, 0x1.fe00000000000p+127, 0x1.fffffe0000000p+127, 0x1.fffffffffffffp+1023};
 static const int kWideBinades[4] = {10, 24, 24, 48};  // at most; f16 keeps its values above its smallest normal
 
@@ -419,6 +430,7 @@ inline bool pattern_applies(int dtype, const Dist& d, bool* integral, i64* ilo, 
   const bool is_float = dtype <= DT_F64;
   *integral = false;
   if (pat == PAT_TAIL) return is_float && d.kind == DIST_NORMAL;
+  if (pat == PAT_OFFSET) return (dtype == DT_F32 || dtype == DT_F64) && d.kind == DIST_NORMAL;
   if (d.kind == DIST_RANDINT) {
     *integral = true;
     *ilo = d.i[0];
@@ -468,6 +480,13 @@ inline double pattern_float(int pat, u64 j, u64 count, int dtype, double lo, dou
     const double t = (x2 & 1) ? mean + far : mean - far;
     const double m = kFloatMax[dtype];
     return t < -m ? -m : (t > m ? m : t);
+  }
+  if (pat == PAT_OFFSET) {  // centre mean +- std * 128 * (1 + u0) for the whole buffer, +- std * sqrt(3) noise
+    const u64 x0 = draw(key, ~0ULL);
+    const double mean = mul_rn(0.5, lo + hi), sd = (hi - lo) / 6.0;
+    const double shift = mul_rn(sd, ldexp(1.0 + unit53(x0), 7));
+    const double centre = (x0 & 1) ? mean + shift : mean - shift;
+    return centre + mul_rn(sd, mul_rn(mul_rn(2.0, u) - 1.0, kSqrt3));
   }
   if (pat == PAT_SPIKES) {  // 1 element in 64, at random
     if (bounded(x2, 64) == 0) v = spike;

@@ -125,7 +125,7 @@ def oracle_rescue(
 
 def _patterns_apply(plan: harness.HarnessPlan, pattern: str = "spikes") -> bool:
     """Whether ``pattern`` changes any input buffer (the range patterns: uniform, normal, randint, default;
-    "tail": normal only); a pattern that changes nothing would only repeat a spec set."""
+    "tail": normal only; "offset": f32/f64 normal only); a pattern that changes nothing would only repeat a spec set."""
     sp = plan.shapes[0]
     for a in plan.inputs:
         d = sp.dists.get(a.name)

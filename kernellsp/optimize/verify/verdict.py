@@ -63,7 +63,7 @@ class VerifyOptions:
     #: Skip correctness and sanitizer (A/A timing studies only; never used for acceptance).
     timing_only: bool = False
     #: Structured input patterns checked beside the spec's distribution (one input set each, every shape).
-    patterns: tuple[str, ...] = ("spikes", "alternating", "ramp", "wide", "tail")
+    patterns: tuple[str, ...] = ("spikes", "alternating", "ramp", "wide", "tail", "offset")
     #: Check the patterns and the alternate poison on the main shape too (the final verification). The
     #: rounds, which only select a champion, check the patterns on the edge shapes and the spec's seeds on
     #: the main one: on a large main shape each input set costs a second per side.

@@ -12,7 +12,7 @@ from typing import Literal
 RESULT_FORMAT = "kernellsp-harness/2"
 
 #: Structured input patterns of check mode's input sets (``SEED:PATTERN``); "spec" is the spec's distribution.
-PATTERNS = ("spec", "spikes", "alternating", "ramp", "wide", "tail")
+PATTERNS = ("spec", "spikes", "alternating", "ramp", "wide", "tail", "offset")
 
 #: Exit codes of the generated program.
 EXIT_OK, EXIT_BAD_ARGS, EXIT_CUDA_ERROR, EXIT_IO_ERROR = 0, 2, 3, 4

@@ -169,6 +169,8 @@ def _element(d: DistPlan, dtype: str, j: int, key: int) -> tuple[bool, float, in
     return True, float(iv), iv
 
 
+#: sqrt(3), the half-width of a uniform distribution of unit standard deviation (the C++ kSqrt3).
+_SQRT3 = 1.7320508075688772
 _WIDE_BINADES = {"f16": 10, "bf16": 24, "f32": 24, "f64": 48}
 
 
@@ -177,6 +179,8 @@ def _pattern_applies(d: DistPlan, dtype: str, pattern: str = "spikes") -> tuple[
     is_float = dtype in FLOAT_DTYPES
     if pattern == "tail":  # far out in the tails: only a normal distribution reaches there
         return (False, 0, 0) if is_float and d.kind == "normal" else None
+    if pattern == "offset":  # a large mean: f32/f64 only (f16/bf16 would keep a bit or two of the noise)
+        return (False, 0, 0) if dtype in ("f32", "f64") and d.kind == "normal" else None
     if d.kind == "randint":
         return True, d.iparams[0], (d.iparams[1] - d.iparams[0]) & _M64
     if d.kind == "default" and not is_float:
@@ -208,6 +212,12 @@ def _pattern_float(pat: str, j: int, count: int, dtype: str, lo: float, hi: floa
         t = mean + far if x2 & 1 else mean - far
         m = _FLOAT_MAX[dtype]
         return -m if t < -m else m if t > m else t
+    if pat == "offset":
+        x0 = draw(key, _M64)
+        mean, sd = 0.5 * (lo + hi), (hi - lo) / 6.0
+        shift = sd * math.ldexp(1.0 + (x0 >> 11) * 2.0**-53, 7)
+        centre = mean + shift if x0 & 1 else mean - shift
+        return centre + sd * ((2.0 * u - 1.0) * _SQRT3)
     if pat == "spikes":
         if (x2 * 64) >> 64 == 0:
             v = spike
