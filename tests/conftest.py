@@ -9,9 +9,6 @@ import pytest
 
 from kernellsp.build import toolchain
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLES_DIR = REPO / "samples"
-
 
 @pytest.fixture(scope="session")
 def session_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -29,18 +26,13 @@ def _isolated_cache(monkeypatch: pytest.MonkeyPatch, session_cache_dir: Path) ->
     toolchain.reset()
 
 
-requires_nvcc = pytest.mark.skipif(
-    toolchain.find_tool("nvcc") is None, reason="nvcc (CUDA toolkit) is not installed"
-)
-
-
-# --- sshd for tests/test_runner_ssh.py (the server itself: tests/sshd.py) ---
+# --- sshd for tests/run/test_runner_ssh.py (the server itself: tests/helpers/sshd.py) ---
 
 
 @pytest.fixture(scope="session")
 def sshd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A real OpenSSH server on 127.0.0.1 with a throw-away key (skips without /usr/sbin/sshd)."""
-    import sshd  # tests/sshd.py; tests/ is on sys.path (rootdir conftest)
+    from helpers import sshd  # tests/helpers/sshd.py; tests/ is on sys.path (rootdir conftest)
 
     try:
         server = sshd.start_sshd(tmp_path_factory.mktemp("sshd"))

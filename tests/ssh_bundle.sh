@@ -4,12 +4,12 @@
 # from (the lent GPU machine: its image has no sshd and no ssh client, and no package index):
 #
 #   tests/ssh_bundle.sh [DIR]          # default .sshbundle (git-ignored); carry it with the work tree
-#   KERNELLSP_TEST_SSH_BUNDLE=$PWD/.sshbundle python -m pytest -m gpu tests/test_runner_ssh_gpu.py
+#   KERNELLSP_TEST_SSH_BUNDLE=$PWD/.sshbundle python -m pytest -m gpu tests/run/test_runner_ssh_gpu.py
 #
 # Why the loader: Debian 12's OpenSSH needs glibc 2.36, which an older host lacks; running each
 # binary through the bundled ld-linux with --library-path makes the host's libc irrelevant.
 # Why libnss_wrapper: sshd run as root needs its privilege-separation user `sshd`; a host without
-# one gets it from a copy of /etc/passwd through nss_wrapper (tests/sshd.py), so /etc stays as it is.
+# one gets it from a copy of /etc/passwd through nss_wrapper (tests/helpers/sshd.py), so /etc stays as it is.
 #
 # Layout: DIR/libexec/{sshd,ssh,ssh-keygen} (the binaries), DIR/lib/ (their libraries, the loader,
 # libnss_wrapper.so), DIR/bin/{sshd,ssh,ssh-keygen} (shell wrappers that run them through the loader;

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import REPO, requires_nvcc
+from helpers.common import REPO, requires_nvcc
 from typer.testing import CliRunner, Result
 
 from kernellsp import __version__

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO, requires_nvcc
+from helpers.common import REPO, requires_nvcc
 from typer.testing import CliRunner, Result
 
 from kernellsp.build import toolchain

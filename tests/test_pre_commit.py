@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import requires_nvcc
+from helpers.common import requires_nvcc
 
 ROOT = Path(__file__).resolve().parent.parent
 #: What pre-commit needs from this repository: the hook manifest and an installable package.

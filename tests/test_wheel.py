@@ -18,7 +18,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLES_DIR, requires_nvcc
+from helpers.common import REPO, SAMPLES_DIR, requires_nvcc
 
 RULE_FILES = sorted(p.name for p in (REPO / "rules").glob("*.toml"))
 

@@ -4,8 +4,8 @@ Run from the repository root (``pip install 'kernellsp[cluster]'`` first)::
 
     python tests/bench/bench_pool_overhead.py --write
 
-A real Dask scheduler and worker processes on this host, each with a stand-in GPU (tests/pool_support.py:
-``fake_probe``), running the stand-in verification of tests/pool_support.py (``verify_until_gpu``: the scope
+A real Dask scheduler and worker processes on this host, each with a stand-in GPU (tests/helpers/pool_support.py:
+``fake_probe``), running the stand-in verification of tests/helpers/pool_support.py (``verify_until_gpu``: the scope
 gate and harness planning for real, then the GPU steps replaced by a wait of a given length). Three parts:
 
 1. **Added latency per candidate**: one worker, stand-in GPU steps of 0 s, no build: everything the client
@@ -80,7 +80,7 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=8)
     args = ap.parse_args()
     os.environ.setdefault("KERNELLSP_CACHE_DIR", tempfile.mkdtemp(prefix="kernellsp-bench-pool-"))
-    import pool_support
+    from helpers import pool_support
 
     from kernellsp.optimize.verify.gate import VerifyOptions, verify
     from kernellsp.run.pool import Pool
@@ -209,7 +209,7 @@ def _write(doc: dict[str, Any]) -> None:
         f"# Pool overhead and scaling on a {doc['cpus']}-CPU host without a GPU",
         "",
         "`python tests/bench/bench_pool_overhead.py --write` (issue 16): a real Dask scheduler and worker processes "
-        "on this host, each with a stand-in GPU, running the stand-in verification of tests/pool_support.py (scope "
+        "on this host, each with a stand-in GPU, running the stand-in verification of tests/helpers/pool_support.py (scope "
         "gate and planning real; GPU steps replaced by a wait; builds real in part 3). What it measures is the "
         "pool's own cost and how throughput follows the worker count, not GPU work.",
         "",

@@ -4,7 +4,7 @@ Run on a GPU host from the repository root (OpenSSH there, or a bundle from ``te
 
     KERNELLSP_TEST_SSH_BUNDLE=$PWD/.sshbundle PYTHONPATH=.:tests python tests/bench/bench_ssh.py --write
 
-It starts a throw-away sshd on 127.0.0.1 (``tests/sshd.py``), then per sample profiles the file with
+It starts a throw-away sshd on 127.0.0.1 (``tests/helpers/sshd.py``), then per sample profiles the file with
 the fast set through :class:`~kernellsp.run.runner.LocalRunner` and through
 :class:`~kernellsp.run.ssh.SshRunner` (cold cache both times: nvcc build, ncu, report fetched back),
 and prints the wall time of each and whether both found the same findings (code and line). Last, the
@@ -29,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
-import sshd  # noqa: E402  (tests/sshd.py)
+from helpers import sshd  # noqa: E402  (tests/helpers/sshd.py)
 from helpers.gpuinfo import gpu_slug  # noqa: E402  (tests/helpers/gpuinfo.py)
 
 from kernellsp.optimize.loop import replay  # noqa: E402
@@ -193,7 +193,7 @@ def render(
     lines = [
         f"# The ssh runner against the local runner ({lenv.get('gpu', '?')})",
         "",
-        f"One GPU host reaching itself: sshd on 127.0.0.1 (tests/sshd.py), client `{Path(ssh).name}` with connection "
+        f"One GPU host reaching itself: sshd on 127.0.0.1 (tests/helpers/sshd.py), client `{Path(ssh).name}` with connection "
         f"sharing (ControlMaster); host {platform.node()}, driver {lenv.get('driver', '?')}, ncu "
         f"{lenv.get('ncu_version', '?')}, nvcc {lenv.get('nvcc_version', '?')}. The ssh side saw GPU "
         f"{renv.get('gpu', '?')}, driver {renv.get('driver', '?')}. First connection and environment probe over ssh: "
