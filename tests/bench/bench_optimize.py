@@ -16,6 +16,7 @@ tests/bench/results/optimize-<gpu>.md (and .json with every candidate's verdict)
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shutil
 import statistics
@@ -23,6 +24,7 @@ import sys
 import tempfile
 import time
 import tomllib
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,16 @@ from kernellsp.source.model import parse_source  # noqa: E402
 from kernellsp.source.spec import entry_spec, patch_spec_block, specs_from_source  # noqa: E402
 
 RESULTS = ROOT / "tests" / "bench" / "results"
+
+
+def code_digest() -> str:
+    """12 hex digits of sha256 over kernellsp's files: which code a row ran with (the GPU machine gets a copy of
+    the working tree without git, so a commit cannot be read there)."""
+    h = hashlib.sha256()
+    for f in sorted((ROOT / "kernellsp").rglob("*")):
+        if f.is_file() and f.suffix in (".py", ".h", ".sh", ".cu"):
+            h.update(f.relative_to(ROOT).as_posix().encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:12]
 
 
 def _cases(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -221,6 +233,9 @@ def main() -> int:
             # Sets where the baseline's own float error was the difference (kernellsp.optimize.verify.oracle).
             "oracle": final.details.get("oracle") if final else None,
             "winner": " + ".join(res.winners) if res.accepted else None,
+            # Provenance: rows of one table may come from several --only runs (the suite is split per call).
+            "ran_at": datetime.now(UTC).isoformat(timespec="minutes"),
+            "code": code_digest(),
             "candidates": [
                 {
                     "round": c.round,
@@ -322,6 +337,7 @@ def render(rows: list[dict], env: dict, args: argparse.Namespace) -> str:
             f"{r.get('target') or ''} | {_target_met(r)} | {winner} | {r['rounds']} | {r['wall_s']:.0f} |"
         )
     lines += _phase_table(rows)
+    lines += _provenance(rows)
     lines += [
         "",
         "Every candidate's verdict, gate seconds and the final verification's harness processes are in the .json "
@@ -329,6 +345,23 @@ def render(rows: list[dict], env: dict, args: argparse.Namespace) -> str:
         "",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _provenance(rows: list[dict]) -> list[str]:
+    """Which rows ran together: grouped by the code they ran with (``code``, a digest of kernellsp's files)."""
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        key = f"code {r['code']}, {r.get('commit') or 'working tree'}" if r.get("code") else ""
+        groups.setdefault(key, []).append(r)
+    out = ["", "## Provenance", "", "| code the rows ran with | run (UTC) | rows |", "|---|---|---|"]
+    for key, rs in sorted(groups.items(), key=lambda kv: min(r.get("ran_at") or "" for r in kv[1])):
+        when = sorted({(r.get("ran_at") or "")[:10] for r in rs} - {""})
+        out.append(
+            f"| {key or 'not recorded (rows from before rows were stamped)'} | {', '.join(when) or 'not recorded'} | "
+            + ", ".join(r["sample"] for r in rs)
+            + " |"
+        )
+    return out
 
 
 def _phase_table(rows: list[dict]) -> list[str]:
