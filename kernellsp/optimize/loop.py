@@ -170,7 +170,9 @@ def optimize(
             stop = "no new candidates"
             break
         t_step = time.monotonic()
-        outcomes = _verify_candidates(run, cands, champion, rnd, round_opts, opts.parallel)
+        outcomes = _verify_candidates(
+            run, cands, champion, rnd, round_opts, opts.parallel, opts.near_roofline_pct
+        )
         phases[f"round{rnd}_verify"] = time.monotonic() - t_step
         best = _record_verdicts(run, cands, outcomes, champion, champion_speedup, rnd, records)
         if best is None:
@@ -303,9 +305,16 @@ def _gather_candidates(
 
 
 def _verify_candidates(
-    run: _Run, cands: list[Candidate], champion: str, rnd: int, round_opts: VerifyOptions, parallel: int
+    run: _Run,
+    cands: list[Candidate],
+    champion: str,
+    rnd: int,
+    round_opts: VerifyOptions,
+    parallel: int,
+    near_roofline_pct: float | None = None,
 ) -> list[tuple[Verdict, float]]:
-    """Each candidate's verdict against the champion, with the seconds it took."""
+    """Each candidate's verdict against the champion, with the seconds it took (``skipped`` for the others
+    when the recipes' first candidate is already at ``near_roofline_pct`` of the roofline)."""
 
     def check(
         i: int, cand: Candidate, base: str = champion, rnd: int = rnd, n: int = len(cands)
@@ -338,11 +347,29 @@ def _verify_candidates(
             v = Verdict("error", False, str(exc), run.entry)
         return v, time.monotonic() - c0
 
+    first: list[tuple[Verdict, float]] = []
+    if len(cands) > 1 and cands[0].proposer == "recipes" and near_roofline_pct is not None:
+        # The recipes' best-ranked candidate alone first: when it already runs near the roofline the round
+        # can gain at most the rest of the way there, and the others' GPU time (which serialises on one GPU:
+        # three more candidates cost the round 2-3x its time) is not spent.
+        first = [check(0, cands[0])]
+        v0 = first[0][0]
+        pct = v0.details.get("candidate_pct_of_roofline") if v0.accepted else None
+        if pct is not None and pct >= near_roofline_pct:
+            skip = Verdict(
+                "skipped",
+                False,
+                f"not verified: {cands[0].description}, verified first in this round, already runs at "
+                f"{pct:.0f}% of the roofline",
+                run.entry,
+            )
+            return first + [(skip, 0.0)] * (len(cands) - 1)
+    rest = list(enumerate(cands))[len(first) :]
     # Candidates build in parallel; their GPU steps serialise on the runner's GPU lock.
-    with ThreadPoolExecutor(max_workers=max(1, min(len(cands), parallel))) as pool:
-        futures = [pool.submit(check, i, cand) for i, cand in enumerate(cands)]
+    with ThreadPoolExecutor(max_workers=max(1, min(len(rest), parallel))) as pool:
+        futures = [pool.submit(check, i, cand) for i, cand in rest]
         try:
-            return [f.result() for f in futures]
+            return first + [f.result() for f in futures]
         except BaseException:
             # Ctrl-C (or any error) here: stop the running verifications now, not after they finish
             # (leaving the with-block waits for every worker).
@@ -386,6 +413,8 @@ def _record_verdicts(
         (cdir / f"candidate{path.suffix}").write_text(cand.text)
         (cdir / "diff.patch").write_text(unified_diff(champion, cand.text, path.name))
         (cdir / "verdict.json").write_text(json.dumps(v.to_dict(), indent=1, default=str) + "\n")
+        if v.kind == "skipped":
+            continue  # never judged: nothing for the memory, no verdict event
         run.memory.add(
             {
                 "file": run.rel,

@@ -751,6 +751,49 @@ def test_loop_stops_once_the_champion_is_near_the_roofline(ws: Path, monkeypatch
     assert result.accepted and result.verify_options["min_gain_pct"] == 2.0
 
 
+@pytest.mark.parametrize(("first_pct", "verified"), [(95.0, 1), (60.0, 4)])
+def test_a_round_stops_after_a_recipe_candidate_near_the_roofline(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, first_pct: float, verified: int
+) -> None:
+    """The recipes' first candidate is verified alone; at the roofline the round's others are skipped (and
+    kept out of the memory), below it they are all verified."""
+    import kernellsp.optimize.loop as opt
+    from kernellsp.optimize.propose.recipes.proposer import RecipeProposer
+
+    calls: list[str] = []
+
+    def fake_verify(path, baseline, candidate, entry, runner, options, env=None, cancel=None, progress=None):  # type: ignore[no-untyped-def]
+        calls.append(candidate)
+        pct = first_pct if len(calls) == 1 else 70.0
+        return Verdict(
+            "accepted",
+            True,
+            "faster",
+            entry,
+            details={"candidate_pct_of_roofline": pct},
+            stats={"speedup": 1.1, "baseline_median_ms": 1.0, "candidate_median_ms": 0.9},
+        )
+
+    monkeypatch.setattr(opt, "verify", fake_verify)
+    path = ws / "vector_add.cu"
+    path.write_text((SAMPLES / "vector_add.cu").read_text())
+    result = opt.optimize(
+        path,
+        path.read_text(),
+        "vector_add",
+        LocalRunner(),
+        [RecipeProposer()],
+        OptimizeOptions(rounds=1, candidates=4, parallel=2),
+        environment={"gpu": "stand-in"},
+        bundle_root=ws / ".kernellsp" / "runs",
+    )
+    kinds = [c.verdict for c in result.candidates]
+    assert len(kinds) == 4 and len(calls) == verified + 1  # + the final verification
+    assert kinds == (["accepted"] + ["skipped"] * 3 if verified == 1 else ["accepted"] * 4)
+    memory = json.loads((state_dir(path) / "memory.json").read_text())["records"]
+    assert len(memory) == verified
+
+
 def test_interrupt_cancels_the_candidates_still_verifying(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[bool] = []
 
