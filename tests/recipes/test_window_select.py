@@ -82,12 +82,22 @@ def test_another_spelling_matches_without_specialising(tmp_path: Path) -> None:
     path = _write(tmp_path, MEDIAN3X3)
     _, m = match(NAME, path, "median3x3")
     assert isinstance(m, Match), m
-    assert m.binding["selected"] == "v[4] of 9" and "specialised" not in m.binding
+    assert m.binding["selected"] == "v[4] of k" and "specialised" not in m.binding
     cands = candidates(NAME, path, "median3x3")
     code = cands[0][1].code
     assert "if (" not in code.split("{", 1)[1].split("\n")[1]  # no specialisation branch: the window is fixed
     assert "v[b] > v[b + 1]" not in code  # the bubble sort is gone
     assert scope_problems(path, "median3x3", [t for _, _, t in cands]) == []
+
+
+def test_the_count_is_the_gathers_counter_not_a_sort_passes_bound(tmp_path: Path) -> None:
+    """A bubble sort whose passes run to ``k - 1``: the selection still counts all ``k`` gathered elements."""
+    text = MEDIAN3X3.replace("for (int a = 0; a < 9; a++) {", "for (int a = 0; a < k - 1; a++) {").replace(
+        "for (int b = 0; b < 8 - a; b++) {", "for (int b = 0; b < k - 1 - a; b++) {"
+    )
+    _, m = match(NAME, _write(tmp_path, text), "median3x3")
+    assert isinstance(m, Match), m
+    assert m.binding["selected"] == "v[4] of k"
 
 
 @pytest.mark.parametrize("order", ["asc", "desc"])

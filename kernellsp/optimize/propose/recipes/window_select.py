@@ -223,6 +223,22 @@ def _in_any(node: Any, stmts: list[Any]) -> bool:
     return any(s.start_byte <= node.start_byte and node.end_byte <= s.end_byte for s in stmts)
 
 
+def _gather_counter(ir: KernelIR, gather: Any, array: str) -> str | None:
+    """``c`` when the gather stores through ``array[c++]``: after it, ``c`` is the number of elements (a
+    sort's loop bounds may be ``c - 1``, as in a bubble sort's passes)."""
+    for a in _assignments(gather):
+        left = a.child_by_field_name("left")
+        indices = left.child_by_field_name("indices") if left is not None else None
+        inner = next(iter(indices.named_children), None) if indices is not None else None
+        if left is None or not _subscripts_of(ir, left, array) or inner is None:
+            continue
+        if inner.type == "update_expression" and ir.text(inner).endswith("++"):
+            arg = inner.child_by_field_name("argument")
+            if arg is not None and arg.type == "identifier":
+                return ir.text(arg)
+    return None
+
+
 def _sort_count(ir: KernelIR, stmts: list[Any]) -> str | None:
     """The bound of the sort's outer loop (``a < count``): the number of elements sorted."""
     for s in stmts:
@@ -353,7 +369,7 @@ def match(ctx: RecipeContext) -> Match | Decline:
     if store != len(stmts) - 1:
         return Decline("statements follow the store of the selected element")
     region = stmts[fill + 1 : store]
-    count = _sort_count(ir, region)
+    count = _gather_counter(ir, stmts[fill], array) or _sort_count(ir, region)
     if count is None:
         return Decline("the sort region has no counted outer loop (its bound is the number of elements)")
     why = _sort_region_problem(ir, region, array, count)
