@@ -179,7 +179,7 @@ def _pattern_applies(d: DistPlan, dtype: str, pattern: str = "spikes") -> tuple[
     is_float = dtype in FLOAT_DTYPES
     if pattern == "tail":  # far out in the tails: only a normal distribution reaches there
         return (False, 0, 0) if is_float and d.kind == "normal" else None
-    if pattern == "offset":  # a large mean: f32/f64 only (f16/bf16 would keep a bit or two of the noise)
+    if pattern == "offset":  # a large mean: f32/f64 only (that far out f16/bf16 noise keeps 1 to 4 bits)
         return (False, 0, 0) if dtype in ("f32", "f64") and d.kind == "normal" else None
     if d.kind == "randint":
         return True, d.iparams[0], (d.iparams[1] - d.iparams[0]) & _M64
