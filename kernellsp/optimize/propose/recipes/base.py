@@ -258,6 +258,24 @@ class RecipeContext:
         launch = self.launch()
         return launch is not None and all(str(d).strip() == "1" for d in launch.grid_dims()[1:])
 
+    def main_param_values(self) -> dict[str, int] | None:
+        """Integer scalar parameters' values at the spec's main shape (None: the spec gives no shape)."""
+        shapes = self.shapes()
+        if not shapes:
+            return None
+        out: dict[str, int] = {}
+        for p in self.ir.params:
+            v = None if p.is_pointer else self.value_expr(p.name)
+            if v is None:
+                continue
+            try:
+                val = exprs.evaluate(v, shapes[0])
+            except exprs.ExprError:
+                continue
+            if isinstance(val, int) and not isinstance(val, bool):
+                out[p.name] = val
+        return out
+
     def shapes(self) -> list[dict[str, exprs.Value]]:
         """Resolved size names for every declared shape (main shape first); unresolvable ones skipped."""
         if self.spec is None:
@@ -275,8 +293,8 @@ class RecipeContext:
 # Helpers for matching and code generation
 
 
-def host_int(model: SourceModel, site: LaunchSite, text: str) -> int | None:
-    """Evaluate a launch-site expression to an int through ``#define``s and the caller's constant locals."""
+def define_values(model: SourceModel) -> dict[str, exprs.Value]:
+    """The file's ``#define`` constants that evaluate to an int (in order: later ones may use earlier ones)."""
     names: dict[str, exprs.Value] = {}
     for k, v in model.defines.items():
         try:
@@ -285,6 +303,12 @@ def host_int(model: SourceModel, site: LaunchSite, text: str) -> int | None:
             continue
         if isinstance(val, int) and not isinstance(val, bool):
             names[k] = val
+    return names
+
+
+def host_int(model: SourceModel, site: LaunchSite, text: str) -> int | None:
+    """Evaluate a launch-site expression to an int through ``#define``s and the caller's constant locals."""
+    names = define_values(model)
     caller = model.function(site.caller) if site.caller else None
     ctext = model.text[caller.span.start_byte : caller.span.end_byte] if caller else ""
     for m in re.finditer(

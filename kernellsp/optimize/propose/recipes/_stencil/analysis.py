@@ -11,7 +11,6 @@ from kernellsp.optimize.propose.recipes.base import (
     CTYPE_BYTES,
     RecipeContext,
 )
-from kernellsp.source import exprs
 from kernellsp.source.ir import THREAD_SYMBOLS, KernelIR, Poly, walk
 
 
@@ -290,26 +289,6 @@ def _check_launch(ctx: RecipeContext, st: Stencil) -> str:
     return ""
 
 
-def _param_values(ctx: RecipeContext) -> dict[str, int] | None:
-    shapes = ctx.shapes()
-    if not shapes:
-        return None
-    out: dict[str, int] = {}
-    for p in ctx.ir.params:
-        if p.is_pointer:
-            continue
-        v = ctx.value_expr(p.name)
-        if v is None:
-            continue
-        try:
-            val = exprs.evaluate(v, shapes[0])
-        except exprs.ExprError:
-            continue
-        if isinstance(val, int) and not isinstance(val, bool):
-            out[p.name] = val
-    return out
-
-
 def _eval(ir: KernelIR, p: Poly, values: dict[str, int]) -> int | None:
     total = 0
     for m, c in p.terms.items():
@@ -332,7 +311,7 @@ def _eval(ir: KernelIR, p: Poly, values: dict[str, int]) -> int | None:
 
 def _main_halo(ctx: RecipeContext, st: Stencil) -> tuple[int, int, int, int] | str:
     """The halo (left, right, top, bottom) at the spec's main shape: the tile's capacity."""
-    values = _param_values(ctx)
+    values = ctx.main_param_values()
     if values is None:
         return "the spec has no shapes to size the tile for"
     hx_lo = hx_hi = hy_lo = hy_hi = 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from kernellsp.optimize.propose.recipes._stencil.analysis import _bounds, _eval, _loop_ranges, _param_values
+from kernellsp.optimize.propose.recipes._stencil.analysis import _bounds, _eval, _loop_ranges
 from kernellsp.optimize.propose.recipes._stencil.model import MAX_REG_TAPS, TILE_BYTES, Filter, Stencil
 from kernellsp.optimize.propose.recipes.base import (
     CTYPE_BYTES,
@@ -185,7 +185,7 @@ class _Gen:
         """
         ir, st = self.ir, self.st
         ranges = _loop_ranges(ir)
-        values = _param_values(self.ctx)
+        values = self.ctx.main_param_values()
         if isinstance(ranges, str) or values is None:
             return {}, []
         extents = {"x": st.extent_x, "y": st.extent_y}
@@ -256,7 +256,7 @@ class _Gen:
     @property
     def regs(self) -> list[Filter]:
         """Filters small enough (at the main shape) to live in registers in the specialised path."""
-        values = _param_values(self.ctx) or {}
+        values = self.ctx.main_param_values() or {}
         shapes = self.ctx.shapes()
         out = []
         for f in self.st.filters:
@@ -300,7 +300,7 @@ class _Gen:
                 + "\n}\n"
             )
         special_block = ""
-        values = _param_values(self.ctx) or {}
+        values = self.ctx.main_param_values() or {}
         if self.specialise and all(s in values for s in st.sizes):
             special = {s: values[s] for s in st.sizes}
             cond = " && ".join(f"{s} == {v}" for s, v in special.items())
