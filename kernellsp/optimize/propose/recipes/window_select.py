@@ -42,7 +42,9 @@ from kernellsp.optimize.propose.recipes.base import (
     RecipeContext,
     RecipeError,
     Rewrite,
+    define_values,
     indent,
+    replace_nodes,
     signature_text,
 )
 from kernellsp.source import exprs
@@ -83,10 +85,6 @@ def _local_arrays(ir: KernelIR) -> list[Any]:
             if d.type == "array_declarator":
                 out.append((n, d))
     return out
-
-
-def _identifiers(ir: KernelIR, node: Any) -> set[str]:
-    return {ir.text(n) for n in walk(node) if n.type == "identifier"}
 
 
 def _subscripts_of(ir: KernelIR, node: Any, array: str) -> list[Any]:
@@ -261,7 +259,7 @@ def _trip_count_names(ir: KernelIR, stmts: list[Any], fill: int) -> set[str]:
     for f in ("initializer", "condition", "update"):
         h = loop.child_by_field_name(f)
         if h is not None:
-            names |= _identifiers(ir, h)
+            names |= ir.identifiers(h)
     defs: dict[str, Any] = {}
     for s in stmts[:fill]:
         for d in s.named_children if s.type == "declaration" else []:
@@ -274,7 +272,7 @@ def _trip_count_names(ir: KernelIR, stmts: list[Any], fill: int) -> set[str]:
         n = todo.pop()
         if n not in seen:
             seen.add(n)
-            todo += list(_identifiers(ir, defs[n])) if defs.get(n) is not None else []
+            todo += list(ir.identifiers(defs[n])) if defs.get(n) is not None else []
     return seen
 
 
@@ -285,20 +283,13 @@ def _special_params(ctx: RecipeContext, stmts: list[Any], fill: int) -> dict[str
     needed = sorted(_trip_count_names(ir, stmts, fill) & scalars)
     if not needed:
         return {}
-    shapes = ctx.shapes()
-    if not shapes:
+    values = ctx.main_param_values()
+    if values is None:
         return "the window's length depends on " + ", ".join(needed) + " and the spec gives no shape"
-    out: dict[str, int] = {}
-    for name in needed:
-        v = ctx.value_expr(name)
-        try:
-            val = exprs.evaluate(v, shapes[0]) if v is not None else None
-        except exprs.ExprError:
-            val = None
-        if not isinstance(val, int) or isinstance(val, bool):
-            return f"the window's length depends on {name}, whose main-shape value the spec does not give"
-        out[name] = val
-    return out
+    missing = [n for n in needed if n not in values]
+    if missing:
+        return f"the window's length depends on {missing[0]}, whose main-shape value the spec does not give"
+    return {n: values[n] for n in needed}
 
 
 def _the_array(ir: KernelIR) -> tuple[str, str, str] | Decline:
@@ -318,8 +309,9 @@ def _the_array(ir: KernelIR) -> tuple[str, str, str] | Decline:
 
 
 def _capacity(ctx: RecipeContext, capacity: str) -> int | None:
+    """The array's declared size through the file's ``#define`` constants, if at most :data:`MAX_CAPACITY`."""
     try:
-        cap = exprs.evaluate(_expand_macros(ctx, capacity), {})
+        cap = exprs.evaluate(capacity, define_values(ctx.model))
     except exprs.ExprError:
         return None
     return cap if isinstance(cap, int) and not isinstance(cap, bool) and 0 < cap <= MAX_CAPACITY else None
@@ -333,7 +325,7 @@ def match(ctx: RecipeContext) -> Match | Decline:
     if isinstance(found, Decline):
         return found
     array, capacity, ctype = found
-    stmts = [s for s in ir.body.named_children if s.type != "comment"]
+    stmts = ir.statements()
     fill = next(
         (
             k
@@ -401,19 +393,6 @@ def match(ctx: RecipeContext) -> Match | Decline:
     return Match(binding, w)
 
 
-def _expand_macros(ctx: RecipeContext, text: str) -> str:
-    """``MAX_WINDOW`` -> its ``#define``'s value, recursively (object-like macros of the file only)."""
-    defs = dict(re.findall(r"^\s*#\s*define\s+([A-Za-z_]\w*)\s+(.+?)\s*$", ctx.text, flags=re.M))
-    for _ in range(8):
-        new = re.sub(
-            r"\b[A-Za-z_]\w*\b", lambda m: f"({defs[m.group(0)]})" if m.group(0) in defs else m.group(0), text
-        )
-        if new == text:
-            break
-        text = new
-    return text
-
-
 def points(ctx: RecipeContext, m: Match) -> list[dict[str, Any]]:
     return [{"order": o} for o in PARAMS["order"]]
 
@@ -424,30 +403,29 @@ def generate(ctx: RecipeContext, m: Match, params: dict[str, Any]) -> Rewrite:
     if order not in ("asc", "desc"):
         raise RecipeError("order is asc or desc")
     ir = ctx.ir
-    stmts = [s for s in ir.body.named_children if s.type != "comment"]
+    stmts = ir.statements()
+    fill, store = stmts[w.fill], stmts[w.store]
     less = "<" if order == "asc" else ">"
-
-    def span(a: int, b: int) -> str:
-        return ir.data[a:b].decode("utf-8", errors="replace")
-
-    inner = textwrap.dedent(span(ir.body.start_byte + 1, ir.body.end_byte - 1))  # the user's statements
-    # The user's statements up to the gather, the gather's loop unrolled (with a constant trip count its
-    # stores get constant indices: registers), the selection, then the store of the selected value.
-    prefix = span(ir.body.start_byte + 1, stmts[w.fill].start_byte)
-    gather = span(stmts[w.fill].start_byte, stmts[w.fill].end_byte)
-    for name, value in w.special.items():
-        prefix = re.sub(rf"\b{re.escape(name)}\b", f"({value})", prefix)
-        gather = re.sub(rf"\b{re.escape(name)}\b", f"({value})", gather)
-    col = " " * stmts[w.fill].start_point[1]
-    head = textwrap.dedent(prefix.rstrip(" ") + col + "#pragma unroll\n" + col + gather)
-    store = stmts[w.store]
+    # The fast path is the user's body with: the specialised sizes as constants up to the gather, the gather's
+    # loop unrolled (with a constant trip count its stores get constant indices: registers), the sort region
+    # (and the comments in it) gone, and the store taking the selected element.
+    special = {
+        n.id: f"({w.special[ir.text(n)]})"
+        for s in stmts[: w.fill + 1]
+        for n in walk(s)
+        if n.type == "identifier"
+        and ir.text(n) in w.special
+        and not (n.parent is not None and n.parent.type == "field_expression")
+    }
+    rep = {n.id: special[n.id] for s in stmts[: w.fill] for n in walk(s) if n.id in special}
+    # (the gather keeps its own lines' indentation: the pragma goes on a line of its own before it)
+    rep[fill.id] = "#pragma unroll\n" + " " * fill.start_point[1] + replace_nodes(ir, fill, special)
+    for n in ir.body.named_children:
+        if fill.end_byte <= n.start_byte and n.end_byte <= store.start_byte:
+            rep[n.id] = ""
     right = _assignments(store)[0].child_by_field_name("right")
     assert right is not None
-    store_text = (
-        span(store.start_byte, right.start_byte) + "kl_selected" + span(right.end_byte, store.end_byte)
-    )
-    select = f"""
-// The element of rank {w.rank_expr} among the first {w.count} as a stable {"ascending" if order == "asc" else "descending"} sort places it
+    select = f"""// The element of rank {w.rank_expr} among the first {w.count} as a stable {"ascending" if order == "asc" else "descending"} sort places it
 // (kernellsp recipe {NAME}): every comparison unrolled over the capacity, so {w.array} stays in registers.
 const int kl_n = (int)({w.count});
 const int kl_k = (int)({w.rank_expr});
@@ -466,17 +444,32 @@ for (int kl_a = 0; kl_a < ({w.capacity}); ++kl_a) {{
     }}
 }}
 """
-    fast = head + "\n" + select + store_text
+    rep[store.id] = _continued(
+        select + replace_nodes(ir, store, {right.id: "kl_selected"}), store.start_point[1]
+    )
+    fast = _statements_of(replace_nodes(ir, ir.body, rep))
     if w.special:
         cond = " && ".join(f"{k} == {v}" for k, v in w.special.items())
         code = (
             f"{signature_text(ctx)}\n{{\n"
             f"    if ({cond}) {{  // the spec's main shape: a constant window length\n"
-            f"{indent(fast.strip(chr(10)), 8)}\n"
+            f"{indent(fast, 8)}\n"
             "    } else {\n"
-            f"{indent(inner.strip(chr(10)), 8)}\n"
+            f"{indent(_statements_of(ir.text(ir.body)), 8)}\n"
             "    }\n}\n"
         )
     else:
-        code = f"{signature_text(ctx)}\n{{\n{indent(fast.strip(chr(10)), 4)}\n}}\n"
+        code = f"{signature_text(ctx)}\n{{\n{indent(fast, 4)}\n}}\n"
     return Rewrite(ctx.kernel.name, code)
+
+
+def _continued(text: str, col: int) -> str:
+    """``text`` put where a statement at column ``col`` was: its lines after the first indented to ``col``."""
+    first, *rest = text.split("\n")
+    return "\n".join([first, *((" " * col + ln) if ln.strip() else "" for ln in rest)])
+
+
+def _statements_of(body: str) -> str:
+    """A ``{ ... }`` block's statements, without the braces, dedented, blank runs squeezed."""
+    inner = textwrap.dedent(body.strip()[1:-1].strip("\n"))
+    return re.sub(r"\n\s*\n(\s*\n)+", "\n\n", inner).strip("\n")
