@@ -56,6 +56,47 @@ __global__ void median3x3(const float* img, float* res, int width, int height)
 """
 
 
+# A third spelling: u8 pixels behind a host launcher, the size first, a size_t index, a 5-wide window gathered
+# with a plain index, a selection sort (swap through a temporary), the middle read through a #define.
+DESPECKLE_U8 = """\
+#include <cuda_runtime.h>
+#define TAPS 5
+#define MID (TAPS / 2)
+__global__ void despeckle(size_t len, unsigned char* dst, const unsigned char* src)
+{
+    size_t p = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= len) return;
+    unsigned char taps[TAPS];
+    for (int t = 0; t < TAPS; t++) {
+        long q = (long)p + t - MID;
+        taps[t] = src[q < 0 ? 0 : (q >= (long)len ? (long)len - 1 : q)];
+    }
+    for (int a = 0; a < TAPS - 1; a++) {
+        int lo = a;
+        for (int b = a + 1; b < TAPS; b++) {
+            if (taps[b] < taps[lo]) lo = b;
+        }
+        unsigned char t = taps[a];
+        taps[a] = taps[lo];
+        taps[lo] = t;
+    }
+    dst[p] = taps[MID];
+}
+/* kernellsp
+sizes = { N = 1048576 }
+shapes = [{ N = 7 }, { N = 1 }]
+[args]
+n = { value = "N" }
+out = { dtype = "u8", dir = "out", count = "N" }
+in = { dtype = "u8", dir = "in", count = "N" }
+*/
+extern "C" void run_despeckle(size_t n, unsigned char* out, const unsigned char* in)
+{
+    despeckle<<<(unsigned)((n + 127) / 128), 128>>>(n, out, in);
+}
+"""
+
+
 def _write(tmp_path: Path, text: str, name: str = "k.cu") -> Path:
     p = tmp_path / name
     p.write_text(text)
@@ -100,6 +141,19 @@ def test_the_count_is_the_gathers_counter_not_a_sort_passes_bound(tmp_path: Path
     assert m.binding["selected"] == "v[4] of k"
 
 
+def test_a_host_launched_u8_selection_sort_binds_through_its_defines(tmp_path: Path) -> None:
+    path = _write(tmp_path, DESPECKLE_U8)
+    _, m = match(NAME, path, "run_despeckle")
+    assert isinstance(m, Match), m
+    assert (
+        m.binding["window"] == "unsigned char taps[TAPS] (5)" and m.binding["selected"] == "taps[MID] of TAPS"
+    )
+    cands = candidates(NAME, path, "run_despeckle")
+    code = cands[0][1].code
+    assert "kl_selected" in code and "if (taps[b] < taps[lo])" not in code
+    assert scope_problems(path, "run_despeckle", [t for _, _, t in cands]) == []
+
+
 @pytest.mark.parametrize("order", ["asc", "desc"])
 def test_the_rank_rule_picks_the_element_a_stable_sort_places(order: str) -> None:
     """The generated comparison, mirrored: the element of rank k is the k-th of a stable sort, bit for bit
@@ -140,6 +194,14 @@ def test_declines_a_region_that_does_more_than_permute(tmp_path: Path, old: str,
     assert isinstance(m, Decline), m
 
 
+def test_declines_when_the_number_of_gathered_elements_is_not_known(tmp_path: Path) -> None:
+    text = MEDIAN.read_text().replace(
+        "window[count++] = in[idx];", "window[count] = in[idx];\n        count += 1;"
+    )
+    _, m = match(NAME, _write(tmp_path, text), "median_filter")
+    assert isinstance(m, Decline) and "how many elements the gather leaves in window" in m.reason, m
+
+
 def test_declines_kernels_without_a_window() -> None:
     for rel, entry in (("samples/vector_add.cu", "vector_add"), ("samples/conv1d.cu", "conv1d")):
         _, m = match(NAME, ROOT / rel, entry)
@@ -151,4 +213,5 @@ def test_every_candidate_compiles(tmp_path: Path) -> None:
         pytest.skip("nvcc is not installed")
     texts = [t for _, _, t in candidates(NAME, MEDIAN, "median_filter")]
     texts += [t for _, _, t in candidates(NAME, _write(tmp_path, MEDIAN3X3), "median3x3")]
+    texts += [t for _, _, t in candidates(NAME, _write(tmp_path, DESPECKLE_U8, "d.cu"), "run_despeckle")]
     assert compile_errors(texts) == []

@@ -221,9 +221,11 @@ def _in_any(node: Any, stmts: list[Any]) -> bool:
     return any(s.start_byte <= node.start_byte and node.end_byte <= s.end_byte for s in stmts)
 
 
-def _gather_counter(ir: KernelIR, gather: Any, array: str) -> str | None:
-    """``c`` when the gather stores through ``array[c++]``: after it, ``c`` is the number of elements (a
-    sort's loop bounds may be ``c - 1``, as in a bubble sort's passes)."""
+def _gathered_count(ir: KernelIR, gather: Any, array: str) -> str | None:
+    """How many elements the gather leaves in ``array``, as C text: ``c`` when it stores through
+    ``array[c++]``; ``B`` when the gather loop ``for (v = 0; v < B; ++v)`` stores through ``array[v]``.
+    Not the sort's loop bounds: a bubble or selection sort runs its passes to ``n - 1``."""
+    var, bound = _counted_from_zero(ir, gather)
     for a in _assignments(gather):
         left = a.child_by_field_name("left")
         indices = left.child_by_field_name("indices") if left is not None else None
@@ -234,22 +236,29 @@ def _gather_counter(ir: KernelIR, gather: Any, array: str) -> str | None:
             arg = inner.child_by_field_name("argument")
             if arg is not None and arg.type == "identifier":
                 return ir.text(arg)
+        if inner.type == "identifier" and var is not None and ir.text(inner) == var:
+            return bound
     return None
 
 
-def _sort_count(ir: KernelIR, stmts: list[Any]) -> str | None:
-    """The bound of the sort's outer loop (``a < count``): the number of elements sorted."""
-    for s in stmts:
-        if s.type != "for_statement":
-            continue
-        cond = s.child_by_field_name("condition")
-        if cond is not None and cond.type == "binary_expression":
-            op = cond.child_by_field_name("operator")
-            right = cond.child_by_field_name("right")
-            if op is not None and ir.text(op) in ("<", "<=") and right is not None:
-                text = ir.text(right).strip()
-                return f"({text}) + 1" if ir.text(op) == "<=" else text
-    return None
+def _counted_from_zero(ir: KernelIR, loop: Any) -> tuple[str | None, str | None]:
+    """(variable, exclusive bound text) of ``for (int v = 0; v < B; ++v)`` (``<=``: ``(B) + 1``), else Nones."""
+    lp = next((x for x in ir.loops if x.node == loop), None)
+    cond = loop.child_by_field_name("condition")
+    if lp is None or lp.var is None or cond is None or cond.type != "binary_expression":
+        return None, None
+    if lp.start is None or lp.step is None or str(lp.start) != "0" or str(lp.step) != "1":
+        return None, None
+    left, op, right = (cond.child_by_field_name(f) for f in ("left", "operator", "right"))
+    if (
+        left is None
+        or op is None
+        or right is None
+        or ir.text(left) != lp.var
+        or ir.text(op) not in ("<", "<=")
+    ):
+        return None, None
+    return lp.var, ir.text(right) if ir.text(op) == "<" else f"({ir.text(right)}) + 1"
 
 
 def _trip_count_names(ir: KernelIR, stmts: list[Any], fill: int) -> set[str]:
@@ -361,9 +370,12 @@ def match(ctx: RecipeContext) -> Match | Decline:
     if store != len(stmts) - 1:
         return Decline("statements follow the store of the selected element")
     region = stmts[fill + 1 : store]
-    count = _gather_counter(ir, stmts[fill], array) or _sort_count(ir, region)
+    count = _gathered_count(ir, stmts[fill], array)
     if count is None:
-        return Decline("the sort region has no counted outer loop (its bound is the number of elements)")
+        return Decline(
+            f"how many elements the gather leaves in {array} is not known (it stores through "
+            f"{array}[c++] or through {array}[v] of a loop from 0)"
+        )
     why = _sort_region_problem(ir, region, array, count)
     if why:
         return Decline(why)
