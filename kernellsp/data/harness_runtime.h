@@ -30,6 +30,7 @@
 #include <utility>
 #ifndef KERNELLSP_H_INTERFACE_ONLY  // the heavy C++ headers only where the runtime is compiled (split build)
 #include <cuda.h>  // driver API types of the guard-page allocator (its entry points are fetched at run time: no -lcuda)
+#include <cxxabi.h>  // the cubin entry's name, demangled
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -113,6 +114,13 @@ void entry_launch(int shape, void* const* ptrs);       // one call of the entry
 
 // Defined by the runtime below: ends the run as a launch_error (a host launcher returned an error).
 [[noreturn]] void launcher_failed(const char* name, cudaError_t e);
+
+// The device-only build (docs/harness.md, "Device-only builds"): the entry's unit holds no user code and
+// the entry is the one function called kEntry in the cubin given with --cubin, launched through the driver
+// API. ``sizes`` are the host-side sizes of the arguments, checked against the function's parameters.
+cudaError_t cubin_prepare(int shape);
+bool cubin_attributes(cudaFuncAttributes* attr);
+void cubin_launch(int shape, void** args, const std::size_t* sizes, int nargs);
 
 // A host launcher that returns cudaError_t reports its own failures (a bad argument it validated, a
 // failed cudaMalloc of its scratch space): a non-success return is a launch error, not an "ok" run.
@@ -676,6 +684,7 @@ struct Options {
   std::string sets;          // --sets: the input sets of check/inputs mode (empty: one set, --seed)
   long check_launches = 0;   // --check-launches M: keep the outputs of M timed launches chosen at random
   bool alloc_plain = false;  // --alloc plain: cudaMalloc, no guard pages (for compute-sanitizer)
+  std::string cubin;         // --cubin FILE: the entry's device code (device-only build)
 };
 
 // One input set of check mode: SEED[:PATTERN][@LAUNCH][+abs] (docs/harness.md).
@@ -1175,6 +1184,8 @@ inline void parse_args(int argc, char** argv) {
       const char* v = need("--check-launches");
       if (!parse_long(v, 0, 64, &o.check_launches))
         finish("bad_args", std::string("--check-launches must be in 0..64, got '") + v + "'", 2);
+    } else if (a == "--cubin") {
+      o.cubin = need("--cubin");
     } else if (a == "--alloc") {
       std::string v = need("--alloc");
       if (v == "guard") o.alloc_plain = false;
@@ -1295,12 +1306,14 @@ struct Vmm {
   CUresult (*set_access)(CUdeviceptr, std::size_t, const CUmemAccessDesc*, std::size_t) = nullptr;
 };
 
-inline bool driver_entry(const char* name, void** fn, std::string* err) {
+// ``version``: the CUDA version whose signature of the entry point the caller uses (the lowest that has it).
+inline bool driver_entry(const char* name, void** fn, std::string* err, int version = 12000) {
 #if CUDART_VERSION >= 12000
   cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
 #if CUDART_VERSION >= 12050
-  cudaError_t e = cudaGetDriverEntryPointByVersion(name, fn, 12000, cudaEnableDefault, &q);
+  cudaError_t e = cudaGetDriverEntryPointByVersion(name, fn, version, cudaEnableDefault, &q);
 #else
+  (void)version;
   cudaError_t e = cudaGetDriverEntryPoint(name, fn, cudaEnableDefault, &q);
 #endif
   if (e == cudaSuccess && q == cudaDriverEntryPointSuccess && *fn != nullptr) return true;
@@ -1310,6 +1323,7 @@ inline bool driver_entry(const char* name, void** fn, std::string* err) {
 #else
   (void)name;
   (void)fn;
+  (void)version;
   *err = "the CUDA runtime is older than 12.0";
   return false;
 #endif
@@ -1647,6 +1661,191 @@ inline double probe_copy_bandwidth(void* src, u64 bytes) {
   check(cudaFree(dst), "cudaFree(bandwidth probe)");  // harness scratch only: no data of the entry was ever in it
   return best;
 }
+
+// ------------------------------------------------------------------------------------------------
+// The device-only build's entry (--cubin)
+//
+// kernellsp compiles the user's file with `nvcc -cubin` (cicc and ptxas only: no host compile, no link)
+// and runs a harness whose entry unit holds no user code, built once per plan. The entry is the single
+// function of the cubin whose demangled name is kEntry (an internal-linkage kernel's name counts too);
+// anything else (none, several, another parameter list) is a launch_error whose message starts with
+// "cubin entry:", on which kernellsp builds the harness the usual way instead.
+
+struct Cubin {
+  bool loaded = false;
+  bool params_checked = false;
+  CUfunction fn = nullptr;
+  CUresult (*module_load)(CUmodule*, const char*) = nullptr;
+  CUresult (*function_count)(unsigned int*, CUmodule) = nullptr;
+  CUresult (*enumerate)(CUfunction*, unsigned int, CUmodule) = nullptr;
+  CUresult (*get_name)(const char**, CUfunction) = nullptr;
+  CUresult (*param_info)(CUfunction, std::size_t, std::size_t*, std::size_t*) = nullptr;
+  CUresult (*get_attr)(int*, CUfunction_attribute, CUfunction) = nullptr;
+  CUresult (*set_attr)(CUfunction, CUfunction_attribute, int) = nullptr;
+  CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                     void**, void**) = nullptr;
+  CUresult (*error_string)(CUresult, const char**) = nullptr;
+};
+static Cubin g_cubin;
+
+inline std::string cu_msg(const std::string& what, CUresult r) {
+  const char* s = nullptr;
+  if (g_cubin.error_string == nullptr || g_cubin.error_string(r, &s) != CUDA_SUCCESS || s == nullptr) s = "unknown error";
+  return what + ": " + s + " (CUresult " + std::to_string((int)r) + ")";
+}
+
+[[noreturn]] inline void cubin_failed(const std::string& msg) { finish("launch_error", "cubin entry: " + msg, 3); }
+
+// The name part of a demangled signature: "ns::f<int>(float*, int)" -> "ns::f<int>".
+inline std::string demangled_name(const char* mangled) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string s = (status == 0 && d != nullptr) ? std::string(d) : std::string(mangled);
+  std::free(d);
+  int depth = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '<') ++depth;
+    else if (s[i] == '>') --depth;
+    else if (s[i] == '(' && depth == 0) return s.substr(0, i);
+  }
+  return s;
+}
+
+// Whether a demangled name is the entry: the name itself, or the name inside an anonymous namespace
+// (a static __global__ function).
+inline bool is_entry_name(const std::string& n) {
+  const std::string e = kEntry;
+  if (n == e) return true;
+  const std::string tail = "::" + e;
+  if (n.size() <= tail.size() || n.compare(n.size() - tail.size(), tail.size(), tail) != 0) return false;
+  const std::string scope = n.substr(0, n.size() - tail.size());
+  return scope == "(anonymous namespace)" || scope.rfind("_INTERNAL", 0) == 0;
+}
+
+inline void cubin_load_entry_points() {
+  std::string err;
+  struct Need {
+    const char* name;
+    void** fn;
+    int version;
+  } needs[] = {
+      {"cuModuleLoad", (void**)&g_cubin.module_load, 12000},
+      {"cuModuleGetFunctionCount", (void**)&g_cubin.function_count, 12040},
+      {"cuModuleEnumerateFunctions", (void**)&g_cubin.enumerate, 12040},
+      {"cuFuncGetName", (void**)&g_cubin.get_name, 12030},
+      {"cuFuncGetAttribute", (void**)&g_cubin.get_attr, 12000},
+      {"cuFuncSetAttribute", (void**)&g_cubin.set_attr, 12000},
+      {"cuLaunchKernel", (void**)&g_cubin.launch, 12000},
+      {"cuGetErrorString", (void**)&g_cubin.error_string, 12000},
+  };
+  for (const Need& n : needs)
+    if (!driver_entry(n.name, n.fn, &err, n.version)) cubin_failed(err + " (the driver is older than CUDA 12.4)");
+  // Optional: only a check of the parameter sizes.
+  if (!driver_entry("cuFuncGetParamInfo", (void**)&g_cubin.param_info, &err, 12040)) g_cubin.param_info = nullptr;
+}
+
+inline CUfunction cubin_function() {
+  if (g_cubin.loaded) return g_cubin.fn;
+  g_cubin.loaded = true;
+  const std::string& path = g_state.opt.cubin;
+  if (path.empty()) cubin_failed("this harness holds no user code; it needs --cubin FILE");
+  cubin_load_entry_points();
+  check(cudaFree(nullptr), "cudaFree(nullptr) (context)");
+  CUmodule mod = nullptr;
+  CUresult r = g_cubin.module_load(&mod, path.c_str());
+  if (r != CUDA_SUCCESS) cubin_failed(cu_msg("cuModuleLoad(" + path + ")", r));
+  unsigned int n = 0;
+  r = g_cubin.function_count(&n, mod);
+  if (r != CUDA_SUCCESS) cubin_failed(cu_msg("cuModuleGetFunctionCount", r));
+  std::vector<CUfunction> fns(n);
+  if (n > 0) {
+    r = g_cubin.enumerate(fns.data(), n, mod);
+    if (r != CUDA_SUCCESS) cubin_failed(cu_msg("cuModuleEnumerateFunctions", r));
+  }
+  std::string names;
+  int found = 0;
+  for (CUfunction f : fns) {
+    const char* mangled = nullptr;
+    if (g_cubin.get_name(&mangled, f) != CUDA_SUCCESS || mangled == nullptr) continue;
+    const std::string name = demangled_name(mangled);
+    if (!names.empty()) names += ", ";
+    names += name;
+    if (is_entry_name(name)) {
+      ++found;
+      g_cubin.fn = f;
+    }
+  }
+  if (found != 1)
+    cubin_failed(std::to_string(found) + " functions called " + kEntry + " in " + path + " (it has: " +
+                 (names.empty() ? std::string("none") : names) + ")");
+  return g_cubin.fn;
+}
+
+}  // namespace kernellsp_h
+
+// Not inline: the entry unit of a device-only build calls them from its glue.
+cudaError_t kernellsp_h::cubin_prepare(int shape) {
+  CUfunction fn = cubin_function();
+  const int smem = (int)launch_smem(shape);
+  if (smem > 48 * 1024 &&
+      g_cubin.set_attr(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem) != CUDA_SUCCESS)
+    return cudaErrorInvalidValue;
+  return cudaSuccess;
+}
+
+bool kernellsp_h::cubin_attributes(cudaFuncAttributes* attr) {
+  CUfunction fn = cubin_function();
+  struct Field {
+    CUfunction_attribute a;
+    int* v;
+  };
+  int regs = 0, shared = 0, cnst = 0, local = 0, threads = 0, dyn = 0, ptx = 0, bin = 0;
+  const Field fields[] = {
+      {CU_FUNC_ATTRIBUTE_NUM_REGS, &regs},
+      {CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, &shared},
+      {CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, &cnst},
+      {CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, &local},
+      {CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &threads},
+      {CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, &dyn},
+      {CU_FUNC_ATTRIBUTE_PTX_VERSION, &ptx},
+      {CU_FUNC_ATTRIBUTE_BINARY_VERSION, &bin},
+  };
+  for (const Field& f : fields)
+    if (g_cubin.get_attr(f.v, f.a, fn) != CUDA_SUCCESS) return false;
+  attr->numRegs = regs;
+  attr->sharedSizeBytes = (std::size_t)shared;
+  attr->constSizeBytes = (std::size_t)cnst;
+  attr->localSizeBytes = (std::size_t)local;
+  attr->maxThreadsPerBlock = threads;
+  attr->maxDynamicSharedSizeBytes = dyn;
+  attr->ptxVersion = ptx;
+  attr->binaryVersion = bin;
+  return true;
+}
+
+void kernellsp_h::cubin_launch(int shape, void** args, const std::size_t* sizes, int nargs) {
+  CUfunction fn = cubin_function();
+  if (g_cubin.param_info != nullptr && !g_cubin.params_checked) {
+    g_cubin.params_checked = true;
+    // The parameter list the cubin has must be the one the glue passes (the plan came from the source text).
+    for (int i = 0; i <= nargs; ++i) {
+      std::size_t off = 0, size = 0;
+      const bool have = g_cubin.param_info(fn, (std::size_t)i, &off, &size) == CUDA_SUCCESS;
+      if (i == nargs && have)
+        cubin_failed(std::string(kEntry) + " in the cubin takes more than " + std::to_string(nargs) + " parameters");
+      if (i < nargs && (!have || size != sizes[i]))
+        cubin_failed("parameter " + std::to_string(i) + " of " + kEntry + " in the cubin is " +
+                     (have ? std::to_string(size) + " bytes" : std::string("missing")) + ", the plan's is " +
+                     std::to_string(sizes[i]) + " bytes");
+    }
+  }
+  const ShapeInfo& s = kShapes[shape];
+  const CUresult r = g_cubin.launch(fn, s.grid[0], s.grid[1], s.grid[2], s.block[0], s.block[1], s.block[2],
+                                    (unsigned)s.smem, nullptr, args, nullptr);
+  if (r != CUDA_SUCCESS) finish("launch_error", cu_msg(kEntry, r), 3);
+}
+
+namespace kernellsp_h {
 
 inline void entry_prepare_checked() {
   cudaError_t e = entry_prepare((int)g_state.opt.shape);

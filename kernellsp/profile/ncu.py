@@ -15,6 +15,8 @@ impact. Results are cached by source, spec, flags, section set, GPU, driver and 
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import tempfile
 import threading
@@ -36,6 +38,7 @@ from kernellsp.profile.findings import (
 )
 from kernellsp.profile.outcome import ProfileError, ProfileOptions, ProfileOutcome
 from kernellsp.rules import engine as rules
+from kernellsp.run.harness.cubin import CUBIN_FAILURE, cubin_compile_command, cubin_unsupported
 from kernellsp.run.process import classify_failure
 from kernellsp.run.runner import Runner
 from kernellsp.source import spec
@@ -100,6 +103,7 @@ def _plan_jobs(
     ncu: str,
     files: dict[str, bytes],
     notes: list[str],
+    runner_name: str,
 ) -> list[_Job]:
     """The builds and ncu runs to do: the program itself, or one harness per entry (added to ``files``)."""
     from kernellsp.run import harness as hz
@@ -116,6 +120,11 @@ def _plan_jobs(
         ]
         jobs.append(_Job("program", None, exe, run_argv, build_argv=build_argv))
     else:
+        device_only = (
+            opts.device_only
+            and os.environ.get("KERNELLSP_NO_CUBIN") != "1"
+            and runner_name not in _CUBIN_REFUSED
+        )
         for b in valid:
             try:
                 plan = hz.plan_harness(model, b.spec, b.entry)
@@ -125,23 +134,36 @@ def _plan_jobs(
             hname = f"harness_{b.entry}.cu"
             # The split build's entry unit: the harness runtime is a shared object compiled once per toolchain.
             files[hname] = hz.generate_harness(plan, f"src/{path.name}", split=True).encode()
-            exe = f"h_{b.entry}"
-            run_argv = [
-                *_ncu_argv(ncu, opts, f"prof_{b.entry}"),
-                "--profile-from-start",
-                "off",
-                f"./{exe}",
-                "--mode",
-                "profile",
-                "--shape",
-                str(opts.shape),
-                "--seed",
-                str(opts.seed),
-                "--out",
-                f"out_{b.entry}",
-            ]
-            jobs.append(_Job(b.entry, b.entry, exe, run_argv, harness_cu=hname, flags=list(b.spec.flags)))
+            job = _Job(b.entry, b.entry, f"h_{b.entry}", [], harness_cu=hname, flags=list(b.spec.flags))
+            if device_only and cubin_unsupported(plan, model, b.spec.flags) is None:
+                # The entry unit above compiles to the cubin; the host side has no user code (built once per plan).
+                job.host_cu = f"hostharness_{b.entry}.cu"
+                files[job.host_cu] = hz.generate_harness(plan, f"src/{path.name}", cubin=True).encode()
+            job.run_argv = _harness_ncu_argv(ncu, opts, job)
+            jobs.append(job)
     return jobs
+
+
+def _harness_ncu_argv(ncu: str, opts: ProfileOptions, job: _Job) -> list[str]:
+    """ncu over the entry's harness in profile mode (the device-only build's host harness and its cubin, when
+    ``job.host_cu`` is set)."""
+    exe = f"hc_{job.label}" if job.host_cu else job.exe
+    cubin = ["--cubin", f"{job.label}.cubin"] if job.host_cu else []
+    return [
+        *_ncu_argv(ncu, opts, f"prof_{job.label}"),
+        "--profile-from-start",
+        "off",
+        f"./{exe}",
+        *cubin,
+        "--mode",
+        "profile",
+        "--shape",
+        str(opts.shape),
+        "--seed",
+        str(opts.seed),
+        "--out",
+        f"out_{job.label}",
+    ]
 
 
 def _ncu_report(label: str, res: Any, log: str, fetched: list[Path], rep: Path, notes: list[str]) -> Path:
@@ -263,7 +285,7 @@ def profile_file(
     local_tmp = Path(tempfile.mkdtemp(prefix="kernellsp-profile-"))
     try:
         files = _sources(path, text, model)
-        jobs = _plan_jobs(path, model, valid, program_mode, opts, nvcc, ncu, files, notes)
+        jobs = _plan_jobs(path, model, valid, program_mode, opts, nvcc, ncu, files, notes, runner.name)
         if not jobs:
             raise ProfileError(f"{path.name}: no entry could be profiled: " + "; ".join(notes), "no_spec")
         runner.put(files, wd)
@@ -282,6 +304,9 @@ def profile_file(
                     bkey, job.build_argv, job.exe, wd, opts.build_timeout_s, cancel, opts.use_cache
                 )
                 return res.returncode, res.output, {"total_s": time.monotonic() - tb}
+            if job.host_cu is not None:
+                rc, output, sub = _build_device_only(runner, wd, job, files, src_key, opts, nvcc, env, cancel)
+                return rc, output, {**sub, "total_s": time.monotonic() - tb}
             hb = build_harness(
                 runner,
                 wd,
@@ -324,6 +349,12 @@ def profile_file(
                 res, log, fetched, out_name, seconds = _run_ncu(
                     runner, wd, job.run_argv, opts, cancel, local_tmp / label
                 )
+                refusal = _cubin_refusal(runner, wd, job, res, fetched, local_tmp / label / out_name)
+                if refusal is not None:
+                    res, log, fetched, out_name, more = _usual_build_instead(
+                        runner, wd, job, refusal, build, ncu, opts, cancel, local_tmp / label, notes, phases
+                    )
+                    seconds += more
                 phases[f"ncu_{label}_s"] = seconds
                 phases["ncu_s"] = phases.get("ncu_s", 0.0) + seconds
                 reports.append(
@@ -367,6 +398,104 @@ class _Job:
     build_argv: list[str] | None = None
     harness_cu: str | None = None
     flags: list[str] = field(default_factory=list)
+    #: The device-only build's host unit (no user code); ``harness_cu`` is then compiled to ``<label>.cubin``.
+    host_cu: str | None = None
+
+
+#: Runner hosts whose driver cannot run a device-only build (no cuModuleEnumerateFunctions): the usual build there.
+_CUBIN_REFUSED: set[str] = set()
+
+
+def _build_device_only(
+    runner: Runner,
+    wd: str,
+    job: _Job,
+    files: dict[str, bytes],
+    src_key: str,
+    opts: ProfileOptions,
+    nvcc: str,
+    env: dict[str, Any],
+    cancel: threading.Event | None,
+) -> tuple[int, str, dict[str, float]]:
+    """The cubin of the entry unit and the host harness (from the binary cache after the first build) at once."""
+    from kernellsp.run.harness_build import build_harness
+
+    assert job.host_cu is not None and job.harness_cu is not None
+    nvcc_version = str(env.get("nvcc_version"))
+    host_key = cache.digest(job.host_cu, files[job.host_cu].decode("utf-8", "replace"))
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernellsp-host-harness") as pool:
+        host = pool.submit(
+            build_harness,
+            runner,
+            wd,
+            job.host_cu,
+            f"hc_{job.label}",
+            opts.arch,
+            job.flags,
+            nvcc=nvcc,
+            nvcc_version=nvcc_version,
+            sources_key=host_key,
+            timeout_s=opts.build_timeout_s,
+            cancel=cancel,
+            use_cache=opts.use_cache,
+        )
+        t = time.monotonic()
+        cubin = f"{job.label}.cubin"
+        argv = cubin_compile_command(job.harness_cu, cubin, opts.arch, job.flags, nvcc)
+        neutral = cubin_compile_command(job.harness_cu, "OUT.cubin", opts.arch, job.flags, nvcc)
+        key = cache.digest("cubin", src_key, " ".join(neutral), nvcc_version)
+        res = runner.cached_build(key, argv, cubin, wd, opts.build_timeout_s, cancel, opts.use_cache)
+        phases = {"cubin_s": time.monotonic() - t}
+        hb = host.result()
+    phases.update({f"host_{k}": v for k, v in hb.phases.items()})
+    if res.returncode != 0:
+        return res.returncode, res.output, phases
+    return hb.returncode, hb.output, phases
+
+
+def _usual_build_instead(
+    runner: Runner,
+    wd: str,
+    job: _Job,
+    refusal: str,
+    build: Callable[[_Job], tuple[int, str, dict[str, float]]],
+    ncu: str,
+    opts: ProfileOptions,
+    cancel: threading.Event | None,
+    dest: Path,
+    notes: list[str],
+    phases: dict[str, float],
+) -> tuple[Any, str, list[Path], str, float]:
+    """After the harness could not use the cubin (a driver before CUDA 12.4, another parameter list than the
+    source text's): the usual build of the same entry unit, and ncu again. Only this entry pays for it."""
+    label = job.label
+    notes.append(f"{label}: the device-only build could not run ({refusal}); built the usual way")
+    if "driver" in refusal:
+        _CUBIN_REFUSED.add(runner.name)
+    job.host_cu = None
+    job.run_argv = _harness_ncu_argv(ncu, opts, job)
+    rc, output, bphases = build(job)
+    phases[f"build_{label}_usual_s"] = bphases.pop("total_s")
+    if rc != 0:
+        raise ProfileError(f"building {label} for profiling failed: {_tail(output, 6)}", "build")
+    return _run_ncu(runner, wd, job.run_argv, opts, cancel, dest)
+
+
+def _cubin_refusal(
+    runner: Runner, wd: str, job: _Job, res: Any, fetched: list[Path], rep: Path
+) -> str | None:
+    """The harness's message when a device-only run failed because it could not use the cubin; else ``None``."""
+    if job.host_cu is None or (res.returncode == 0 and rep in fetched):
+        return None
+    dest = rep.parent
+    got = runner.get(wd, [f"out_{job.label}/result.json"], dest)
+    if not got:
+        return None
+    try:
+        error = str(json.loads(got[0].read_text()).get("error") or "")
+    except (OSError, ValueError):
+        return None
+    return error if error.startswith(CUBIN_FAILURE) else None
 
 
 def _select(

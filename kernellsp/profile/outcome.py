@@ -42,6 +42,9 @@ class ProfileOptions:
     #: ``time.monotonic()`` before which ncu must not start (the editor's debounce: a burst of saves builds at
     #: once, in parallel with the wait, but only the newest save reaches the GPU). ``None``: no wait.
     gpu_not_before: float | None = None
+    #: Build a ``__global__`` entry device-only (a cubin, with a host harness built once per plan) where it can
+    #: (:mod:`kernellsp.run.harness.cubin`); ``KERNELLSP_NO_CUBIN=1`` turns it off too.
+    device_only: bool = True
 
     @classmethod
     def from_settings(cls, settings: Any, **overrides: Any) -> ProfileOptions:

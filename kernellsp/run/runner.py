@@ -330,6 +330,31 @@ class LocalRunner(HostRunner):
         label: str,
     ) -> RunResult:
         full_env = clean_env(env, home=workdir)
+        if env is None or "TMPDIR" not in env:
+            # A temporary directory per command: in the sandbox every command is PID 2 of its own namespace and nvcc
+            # names its temporary files by PID, so two builds at once in one TMPDIR (a baseline and a candidate, a
+            # cubin and its host harness) would delete each other's files.
+            try:
+                tmp = tempfile.mkdtemp(prefix=".tmp-", dir=workdir)
+            except OSError:  # a workdir that cannot hold it: the workdir itself, as before
+                return self._run_locked(argv, workdir, timeout_s, cancel, full_env, gpu_lock, label)
+            full_env["TMPDIR"] = tmp
+            try:
+                return self._run_locked(argv, workdir, timeout_s, cancel, full_env, gpu_lock, label)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+        return self._run_locked(argv, workdir, timeout_s, cancel, full_env, gpu_lock, label)
+
+    def _run_locked(
+        self,
+        argv: list[str],
+        workdir: str,
+        timeout_s: float,
+        cancel: threading.Event | None,
+        full_env: dict[str, str],
+        gpu_lock: bool,
+        label: str,
+    ) -> RunResult:
         if not gpu_lock:
             return _popen_run(argv, workdir, timeout_s, cancel, full_env, label)
         lock_path = Path(gpu_lock_dir()) / self.gpu_lock_name

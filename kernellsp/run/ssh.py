@@ -226,7 +226,7 @@ class SshRunner(HostRunner):
         # (ssh does not forward ours; SendEnv is not used).
         assigns = [
             f"HOME={shlex.quote(workdir)}",
-            f"TMPDIR={shlex.quote(workdir)}",
+            'TMPDIR="$kl_tmp"',
             "NVIDIA_TF32_OVERRIDE=0",
             'PATH="$PATH:/usr/local/cuda/bin"',
         ]
@@ -239,7 +239,14 @@ class SshRunner(HostRunner):
             if not _SECRET.search(k) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
                 assigns.append(f"{k}={shlex.quote(v)}")
         cmd = " ".join(shlex.quote(a) for a in argv)
-        body = f"cd {shlex.quote(workdir)} && env -i {' '.join(assigns)} {cmd}"
+        # A temporary directory per command (see LocalRunner: nvcc names its temporary files by PID, and in the
+        # sandbox every command has the same one), the workdir itself when it cannot be made.
+        wq = shlex.quote(workdir)
+        body = (
+            f"cd {wq} && {{ kl_tmp=$(mktemp -d {wq}/.tmp-XXXXXX 2>/dev/null) || kl_tmp={wq}; }} && "
+            f"env -i {' '.join(assigns)} {cmd}; kl_rc=$?; "
+            f'[ "$kl_tmp" = {wq} ] || rm -rf "$kl_tmp"; exit $kl_rc'
+        )
         if gpu_lock:
             # The host's one GPU lock (the local runner's too: see gpu_lock_dir), waited for here with progress; the
             # job then takes it for real (a job that slips in between only makes this wait again, in the flock).

@@ -154,10 +154,11 @@ def main() -> int:
             "; `open_to_profile` didOpen → profile diagnostics on a machine where kernellsp never ran (the "
             "harness runtime object, built once per toolchain from the server's start, is included); "
             "`save_to_profile` an edit (a comment appended) + didSave → profile diagnostics of the new text "
-            "(the entry unit's compile, the 0.5 s debounce overlapping it, ncu's fast set, the report, the "
+            "(the entry unit's device-only compile to a cubin, the host harness coming from the binary cache, "
+            "the 0.5 s debounce overlapping it, ncu's fast set, the report, the "
             "rules); `resave_cached` didSave of the unchanged text → its profile diagnostics (content-hash "
             "cache); `phase_*` the edited text's profile as the server recorded it (build = the entry unit's "
-            "compile and link, debounce_wait = what was left of the 0.5 s after the build, ncu = the "
+            "cubin compile, debounce_wait = what was left of the 0.5 s after the build, ncu = the "
             "profiler run, report = reading the .ncu-rep, rules = findings; total = profile_file end to end)"
             if gpu_name
             else ""

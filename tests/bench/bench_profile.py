@@ -200,9 +200,10 @@ def render(rows: list[dict], gpu: str, runtime: dict[str, object]) -> str:
         "clock control (base clocks), so durations are under locked clocks.",
         "",
         "Wall = `kernellsp profile FILE` end to end, cold cache (nothing of this file built or profiled before), "
-        "split into its phases (seconds): plan = parsing, binding the spec, generating the harness; build = the "
-        "harness's entry unit (the user's file, the tables, the glue) compiled and linked with the shared runtime "
-        "object; ncu = the fast-set run; report = reading the .ncu-rep; rules = the profile rules; other = Python "
+        "split into its phases (seconds): plan = parsing, binding the spec, generating the harness; build = for a "
+        "__global__ entry, the entry unit (the user's file, the tables, the glue) compiled device-only to a cubin "
+        "while the host harness (no user code: built once per plan, cached after) is compiled and linked with the "
+        "shared runtime object; for a host launcher, the entry unit compiled and linked with that object; ncu = the fast-set run; report = reading the .ncu-rep; rules = the profile rules; other = Python "
         "start-up and imports, the GPU query and the output. Cached = the same command again (no GPU work).",
         "",
         "Harness runtime object (compiled once per machine, arch and nvcc; every profile links it): "

@@ -85,3 +85,27 @@ def test_host_launcher_profiles_its_kernel(runner: LocalRunner, env: dict) -> No
     out = _profile(runner, env, "relu_launcher.cu", use_cache=False)
     assert [k.name for k in out.kernels] == ["relu_kernel"]
     assert out.kernels[0].entry == "solve"
+
+
+@pytest.mark.parametrize("name", ["transpose_naive.cu", "histogram.cu"])
+def test_device_only_build_profiles_what_the_usual_build_does(
+    runner: LocalRunner, env: dict, name: str
+) -> None:
+    """The cubin of the entry unit and a host harness without user code: same kernel, same registers, the
+    same line findings as the usual build's harness (the device code is the same translation unit's)."""
+    fast = _profile(runner, env, name, use_cache=False)
+    usual = _profile(runner, env, name, use_cache=False, device_only=False)
+    ph = fast.environment["phases"]
+    label = fast.kernels[0].entry
+    assert f"build_{label}_cubin_s" in ph, ph
+    assert not any("device-only" in n for n in fast.notes), fast.notes
+    assert f"build_{label}_cubin_s" not in usual.environment["phases"]
+    assert [k.name for k in fast.kernels] == [k.name for k in usual.kernels]
+    for a, b in zip(fast.kernels, usual.kernels, strict=True):
+        assert a.metrics["registers_per_thread"] is not None
+        for m in ("registers_per_thread", "smem_per_block_bytes", "waves"):
+            assert a.metrics.get(m) == b.metrics.get(m), m
+    # Findings from measured values near a threshold may flip between two runs: at most one may differ.
+    fast_set = {(f.code, f.range.start_line) for f in fast.findings}
+    usual_set = {(f.code, f.range.start_line) for f in usual.findings}
+    assert len(fast_set ^ usual_set) <= 1, (fast_set, usual_set)

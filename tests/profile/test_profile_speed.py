@@ -98,7 +98,14 @@ def test_profile_phases_cache_and_debounce(fake_ncu: Path, tmp_path: Path) -> No
     # The build ran inside the debounce: ncu started no earlier than the deadline, and the wait was what
     # the build had left of it.
     assert ph["build_s"] + ph["debounce_wait_s"] >= 3.0 - 0.2
-    assert ph["build_vector_add_compile_s"] > 0 and "build_vector_add_link_s" in ph
+    # A __global__ entry builds device-only: the entry unit to a cubin, and a host harness without user code.
+    assert ph["build_vector_add_cubin_s"] > 0
+    assert ph["build_vector_add_host_compile_s"] > 0 and "build_vector_add_host_link_s" in ph
+    assert calls[0][calls[0].index("--profile-from-start") + 2 :][:3] == [
+        "./hc_vector_add",
+        "--cubin",
+        "vector_add.cubin",
+    ]
     assert ph["total_s"] >= ph["build_s"] + ph["ncu_s"] + ph["report_s"] + ph["rules_s"]
     # The same content again: served from the cache, ncu not started.
     hit = cached_profile(path, text, runner, ProfileOptions())
@@ -111,4 +118,21 @@ def test_profile_phases_cache_and_debounce(fake_ncu: Path, tmp_path: Path) -> No
     out2 = profile_file(path, edited, runner, ProfileOptions(), environment=ENV)
     ph2 = out2.environment["phases"]
     assert not out2.cached and len(fake_ncu.read_text().splitlines()) == 2
-    assert ph2.get("build_vector_add_runtime_wait_s", 0.0) < 1.0 and "debounce_wait_s" not in ph2
+    assert "debounce_wait_s" not in ph2
+    # Only the cubin is compiled again: the host harness depends on the plan, not on the kernel's body.
+    assert ph2["build_vector_add_cubin_s"] > 0 and "build_vector_add_host_cached_s" in ph2
+    assert "build_vector_add_host_compile_s" not in ph2
+
+
+@pytest.mark.slow
+def test_profile_usual_build_when_device_only_is_off(fake_ncu: Path, tmp_path: Path) -> None:
+    path = tmp_path / "vector_add.cu"
+    text = (REPO / "samples" / "vector_add.cu").read_text()
+    path.write_text(text)
+    out = profile_file(path, text, LocalRunner(), ProfileOptions(device_only=False), environment=ENV)
+    ph = out.environment["phases"]
+    assert out.kernels and out.kernels[0].name == "vector_add"
+    assert ph["build_vector_add_compile_s"] > 0 and "build_vector_add_link_s" in ph
+    assert "build_vector_add_cubin_s" not in ph
+    call = json.loads(fake_ncu.read_text().splitlines()[0])
+    assert "./h_vector_add" in call and "--cubin" not in call

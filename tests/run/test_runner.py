@@ -150,7 +150,9 @@ def test_run_child_sees_no_secrets_and_home_is_the_workdir(
     seen = json.loads(res.stdout)
     env = seen["env"]
     assert seen["cwd"] == workdir
-    assert env["HOME"] == workdir and env["TMPDIR"] == workdir
+    # TMPDIR: a directory of the command's own inside the workdir, gone when the command ends.
+    assert env["HOME"] == workdir and Path(env["TMPDIR"]).parent == Path(workdir)
+    assert not Path(env["TMPDIR"]).exists()
     assert env["KLSP_OK"] == "yes"
     for name, value in secrets.items():
         assert name not in env
@@ -479,3 +481,29 @@ def test_tool_versions_parse_to_one_string() -> None:
     )
     assert parse_version("ncu 2025.3 beta\n") == "ncu 2025.3 beta"
     assert parse_version("") is None
+
+
+def test_commands_at_once_in_one_workdir_get_temporary_directories_of_their_own(
+    runner: LocalRunner, workdir: str
+) -> None:
+    """In the sandbox every command is PID 2 and nvcc names its temporary files by PID: two builds at once in one
+    TMPDIR would delete each other's files. Each command gets its own; an explicit TMPDIR is kept."""
+    seen: list[str] = []
+
+    def one() -> None:
+        res = runner.run(
+            ["sh", "-c", 'echo "$TMPDIR"; touch "$TMPDIR/x"; sleep 0.3; ls "$TMPDIR"'], workdir, 30
+        )
+        assert res.returncode == 0 and res.stdout.splitlines()[1:] == ["x"], res.output
+        seen.append(res.stdout.splitlines()[0])
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(seen)) == 2 and all(Path(d).parent == Path(workdir) for d in seen)
+    mine = Path(workdir) / "mine"
+    mine.mkdir()
+    res = runner.run(["sh", "-c", 'echo "$TMPDIR"'], workdir, 30, env={"TMPDIR": str(mine)})
+    assert res.stdout.strip() == str(mine) and mine.is_dir()

@@ -145,7 +145,9 @@ def test_remote_run_sees_no_secrets_and_home_is_workdir(
     lines = res.stdout.splitlines()
     assert lines[0] == workdir
     env = dict(ln.split("=", 1) for ln in lines[1:] if "=" in ln)
-    assert env["HOME"] == workdir and env["TMPDIR"] == workdir
+    # TMPDIR: a directory of the command's own inside the workdir, removed when the command ends.
+    assert env["HOME"] == workdir and env["TMPDIR"].startswith(f"{workdir}/.tmp-")
+    assert runner.run(["sh", "-c", f"ls -d {env['TMPDIR']}"], workdir, 30).returncode != 0
     assert env["KLSP_OK"] == "yes" and env["NVIDIA_TF32_OVERRIDE"] == "0"
     assert "/usr/local/cuda/bin" in env["PATH"].split(":")
     for name, value in SECRETS.items():

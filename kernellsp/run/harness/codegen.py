@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 from kernellsp.run.harness.common import PATTERNS, RESULT_FORMAT, USER_MAIN_NAME, HarnessError, Mode
+from kernellsp.run.harness.cubin import cubin_glue
 from kernellsp.run.harness.plan import HarnessPlan
 from kernellsp.source.spec import (
     DTYPE_BYTES,
@@ -71,11 +72,13 @@ def _c_scalar(v: int | float | bool) -> str:
     return f"{{kernellsp_h::SC_FLOAT, 0LL, 0ULL, {_c_double(v)}}}"
 
 
-def generate_harness(plan: HarnessPlan, source_path: str, *, split: bool = False) -> str:
+def generate_harness(plan: HarnessPlan, source_path: str, *, split: bool = False, cubin: bool = False) -> str:
     """The harness C++ text for ``plan``; it ``#include``s ``source_path``.
 
     ``split=True`` writes the entry unit of the split build (:mod:`kernellsp.run.harness_build`): the
     runtime's interface only and no ``main``, to be linked with the runtime unit compiled once per toolchain.
+    ``cubin=True`` (implies ``split``) writes the host side of a device-only build
+    (:mod:`kernellsp.run.harness.cubin`): no user code; the entry comes from ``--cubin FILE`` at run time.
 
     ``source_path`` is written as given: an absolute path, or a path relative to the directory that
     will hold the generated ``.cu`` file (``#include "..."`` looks there first), which is what a
@@ -91,16 +94,21 @@ def generate_harness(plan: HarnessPlan, source_path: str, *, split: bool = False
             f"the source path {src!r} contains a quote or a newline; the harness cannot #include it"
         )
     runtime = runtime_source()
+    split = split or cubin
     L = [
         *_header_lines(plan, src, runtime, split),
         *_arg_table_lines(plan, src),
         *_shape_table_lines(plan),
         *_shape_info_lines(plan),
-        *_user_code_lines(src),
     ]
     w = L.append
-    w("// ---- glue " + "-" * 88)
-    w(_glue(plan))
+    if cubin:
+        w("// ---- glue (device-only build: the entry is looked up in --cubin FILE) " + "-" * 28)
+        L.extend(cubin_glue(plan))
+    else:
+        L.extend(_user_code_lines(src))
+        w("// ---- glue " + "-" * 88)
+        w(_glue(plan))
     if not split:
         w("int main(int argc, char** argv) { return kernellsp_h::run(argc, argv); }")
     return "\n".join(L) + "\n"
