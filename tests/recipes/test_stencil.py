@@ -42,8 +42,15 @@ def test_conv1d_halo_from_the_filter_loop_and_a_specialised_radius() -> None:
     assert m.binding["filter sizes"] == "radius" and m.binding["filters"] == "filter"
     cands = candidates(NAME, ROOT / "samples" / "conv1d.cu", "conv1d")
     p, rw, _ = cands[0]
-    assert p == {"per_thread": 8, "specialise": True}
-    assert rw.launch is not None and rw.launch.grid == "ceil_div((N), 2048)" and rw.launch.block == 256
+    assert p == {"per_thread": 4, "specialise": True, "vec": True}
+    assert rw.launch is not None and rw.launch.grid == "ceil_div((N), 1024)" and rw.launch.block == 256
+    # 16-byte tile loads from the aligned element before the halo (kl_o_input elements early), behind a run-time
+    # alignment check of the input, element by element at the array's ends.
+    assert "reinterpret_cast<const uint4*>(input + kl_g);" in rw.code and "& 15ull) == 0" in rw.code
+    assert "kl_tile_input[kl_vtx + (j) + kl_hxl_input + kl_o_input]" in rw.code
+    assert "__shared__ alignas(16) float kl_tile_input[1046];" in rw.code
+    scalar = next(rw for p, rw, _ in cands if not p["vec"])
+    assert "uint4" not in scalar.code and "kl_o_input" not in scalar.code
     assert "if (radius == 7)" in rw.code and "float kl_w_filter[15];" in rw.code
     assert "kl_w_filter[j + 7]" in rw.code  # the filter from registers, its index a constant once unrolled
     # Other radii (the spec's R = 3 and R = 0 shapes) take the runtime-radius tile or the global path.

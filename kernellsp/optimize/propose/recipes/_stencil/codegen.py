@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from kernellsp.optimize.propose.recipes._stencil.analysis import _bounds, _eval, _loop_ranges
-from kernellsp.optimize.propose.recipes._stencil.model import MAX_REG_TAPS, TILE_BYTES, Filter, Stencil
+from kernellsp.optimize.propose.recipes._stencil.model import MAX_REG_TAPS, TILE_BYTES, Filter, Stencil, Tiled
 from kernellsp.optimize.propose.recipes.base import (
     CTYPE_BYTES,
     RecipeContext,
@@ -29,12 +29,19 @@ class _Gen:
         per: int,
         halo: tuple[int, int, int, int],
         specialise: bool,
+        vec: bool = False,
     ) -> None:
         self.ctx, self.ir, self.st = ctx, ctx.ir, st
         self.bx, self.by, self.vbx, self.vby, self.per = bx, by, vbx, vby, per
         self.halo = halo
         self.specialise = specialise and bool(st.sizes)
+        # 16-byte tile loads (1-D): the tile starts at the aligned element at or before the halo's first one.
+        self.vec = (
+            vec and st.dims == 1 and all(16 % t.elem_bytes == 0 and t.elem_bytes <= 8 for t in st.tiled)
+        )
         self.twc = vbx + halo[0] + halo[1]
+        if self.vec:
+            self.twc += 2 * max(16 // t.elem_bytes for t in st.tiled)
         if st.dims == 2 and bx < 32 and 32 % bx == 0:
             # A warp spans 32 / bx tile rows: a row pitch of bx (mod 32) words puts them on disjoint banks
             # (a 16-wide block with pitch 22 read 2-way conflicted: slower than the naive kernel on an H100).
@@ -84,6 +91,11 @@ class _Gen:
                     v = f"(int)({'-' if neg else ''}({self._rn(p)}))"
                     expr = f"max({expr}, {v})"
                 lines.append(f"const int {name} = {expr};")
+            if self.vec:
+                # Elements between the aligned start of the tile and the halo's first element (the same for
+                # every block: blocks start a multiple of the vector's elements apart).
+                ve = 16 // t.elem_bytes
+                lines.append(f"const int kl_o_{a} = (int)((((long long)-kl_hxl_{a}) % {ve} + {ve}) % {ve});")
         return "\n".join(lines)
 
     def _fits(self) -> str:
@@ -118,6 +130,8 @@ class _Gen:
                     f"        kl_tile_{a}[kl_i] = (kl_g >= 0 && kl_g < kl_n) ? {a}[kl_g] : {t.ctype}();\n"
                     "    }\n}"
                 )
+            elif self.vec:
+                out.append(self._load_vec(t))
             else:
                 out.append(
                     f"{{\n    const long long kl_c0 = (long long)blockIdx.x * {self.vbx} - kl_hxl_{a};\n"
@@ -129,6 +143,32 @@ class _Gen:
                     "    }\n}"
                 )
         return "\n".join(out)
+
+    def _load_vec(self, t: Tiled) -> str:
+        """A 1-D tile loaded with 16-byte vectors when the array is 16-byte aligned (scalar loads otherwise, and
+        element by element where a vector would cross the array's ends)."""
+        a, ve, bx = t.array, 16 // t.elem_bytes, self.bx
+        return (
+            f"{{\n    const long long kl_a0 = (long long)blockIdx.x * {self.vbx} - kl_hxl_{a} - kl_o_{a};\n"
+            f"    const int kl_tw = {self.vbx} + kl_hxl_{a} + kl_hxr_{a} + kl_o_{a};\n"
+            f"    const long long kl_n = {t.count_c};\n"
+            f"    if ((reinterpret_cast<unsigned long long>({a}) & 15ull) == 0) {{\n"
+            f"        for (int kl_q = threadIdx.x; kl_q * {ve} < kl_tw; kl_q += {bx}) {{\n"
+            f"            const long long kl_g = kl_a0 + (long long)kl_q * {ve};\n"
+            f"            if (kl_g >= 0 && kl_g + {ve} <= kl_n) {{\n"
+            f"                const uint4* kl_src = reinterpret_cast<const uint4*>({a} + kl_g);\n"
+            f"                uint4* kl_dst = reinterpret_cast<uint4*>(&kl_tile_{a}[kl_q * {ve}]);\n"
+            "                kl_dst[0] = kl_src[0];\n"
+            "            } else {\n"
+            f"                for (int kl_e = 0; kl_e < {ve}; ++kl_e)\n"
+            f"                    kl_tile_{a}[kl_q * {ve} + kl_e] = "
+            f"(kl_g + kl_e >= 0 && kl_g + kl_e < kl_n) ? {a}[kl_g + kl_e] : {t.ctype}();\n"
+            "            }\n        }\n    } else {\n"
+            f"        for (int kl_tx = threadIdx.x; kl_tx < kl_tw; kl_tx += {bx}) {{\n"
+            "            const long long kl_g = kl_a0 + kl_tx;\n"
+            f"            kl_tile_{a}[kl_tx] = (kl_g >= 0 && kl_g < kl_n) ? {a}[kl_g] : {t.ctype}();\n"
+            "        }\n    }\n}"
+        )
 
     def _lambda(
         self, name: str, tiled: bool, special: dict[str, int] | None, decided: dict[int, str] | None = None
@@ -143,6 +183,8 @@ class _Gen:
                     if self.st.dims == 2:
                         row = f"kl_vty + ({self._rn(r.offy, special)}) + kl_hyl_{a}"
                         rep[r.node.id] = f"kl_tile_{a}[({row}) * {self.twc} + {col}]"
+                    elif self.vec:
+                        rep[r.node.id] = f"kl_tile_{a}[{col} + kl_o_{a}]"
                     else:
                         rep[r.node.id] = f"kl_tile_{a}[{col}]"
         if special is not None:
@@ -273,8 +315,9 @@ class _Gen:
 
     def kernel(self) -> str:
         st = self.st
+        align = "alignas(16) " if self.vec else ""
         tiles = "".join(
-            f"    __shared__ {t.ctype} kl_tile_{t.array}[{self.twc * self.thc}];\n" for t in st.tiled
+            f"    __shared__ {align}{t.ctype} kl_tile_{t.array}[{self.twc * self.thc}];\n" for t in st.tiled
         )
         vdefs = f"    const int kl_vbx = {self.vbx};\n" + (
             f"    const int kl_vby = {self.vby};\n" if st.dims == 2 else ""
@@ -330,8 +373,10 @@ class _Gen:
             f"{_ind(plain + self._calls('kl_point'), 8)}\n"
             "    }\n"
         )
-        what = (f"{self.per} point(s) per thread, " if self.per > 1 else "") + (
-            "filter sizes specialised for the spec's main shape" if special_block else ""
+        what = (
+            (f"{self.per} point(s) per thread, " if self.per > 1 else "")
+            + ("16-byte tile loads, " if self.vec else "")
+            + ("filter sizes specialised for the spec's main shape" if special_block else "")
         )
         # The recipe module imports this one: its name is read when the kernel is written.
         from kernellsp.optimize.propose.recipes.stencil import NAME
