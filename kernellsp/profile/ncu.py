@@ -476,6 +476,7 @@ def _usual_build_instead(
     job.run_argv = _harness_ncu_argv(ncu, opts, job)
     rc, output, bphases = build(job)
     phases[f"build_{label}_usual_s"] = bphases.pop("total_s")
+    phases.update({f"build_{label}_usual_{k}": v for k, v in bphases.items()})
     if rc != 0:
         raise ProfileError(f"building {label} for profiling failed: {_tail(output, 6)}", "build")
     return _run_ncu(runner, wd, job.run_argv, opts, cancel, dest)

@@ -136,3 +136,50 @@ def test_profile_usual_build_when_device_only_is_off(fake_ncu: Path, tmp_path: P
     assert "build_vector_add_cubin_s" not in ph
     call = json.loads(fake_ncu.read_text().splitlines()[0])
     assert "./h_vector_add" in call and "--cubin" not in call
+
+
+@pytest.mark.slow
+def test_a_harness_that_cannot_use_the_cubin_falls_back_to_the_usual_build(
+    fake_ncu: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stand-in ncu plays a driver without cuModuleEnumerateFunctions: the device-only harness ends with its
+    "cubin entry:" launch_error and no report; the entry is then built the usual way and profiled again."""
+    script = Path(os.environ["PATH"].split(os.pathsep)[0]) / "ncu"
+    script.write_text(
+        "#!/usr/bin/env python3\n"
+        "import json, os, shutil, sys\n"
+        f"open({str(fake_ncu)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
+        "out = sys.argv[sys.argv.index('--export') + 1]\n"
+        "if '--cubin' in sys.argv:\n"
+        "    d = sys.argv[sys.argv.index('--out') + 1]\n"
+        "    os.makedirs(d, exist_ok=True)\n"
+        "    msg = 'cubin entry: the driver entry point cuModuleEnumerateFunctions is unavailable'\n"
+        "    json.dump({'status': 'launch_error', 'error': msg}, open(os.path.join(d, 'result.json'), 'w'))\n"
+        "    sys.exit(3)\n"
+        f"shutil.copy({str(REPORT)!r}, out + '.ncu-rep')\n"
+    )
+    from kernellsp.profile import ncu as ncu_mod
+
+    monkeypatch.setattr(ncu_mod, "_CUBIN_REFUSED", set())
+    path = tmp_path / "vector_add.cu"
+    text = (REPO / "samples" / "vector_add.cu").read_text()
+    path.write_text(text)
+    runner = LocalRunner()
+    out = profile_file(path, text, runner, ProfileOptions(), environment=ENV)
+    assert out.kernels and out.kernels[0].name == "vector_add"
+    assert any(
+        "device-only build could not run" in n and "cuModuleEnumerateFunctions" in n for n in out.notes
+    )
+    calls = [json.loads(line) for line in fake_ncu.read_text().splitlines()]
+    assert (
+        len(calls) == 2
+        and "--cubin" in calls[0]
+        and "--cubin" not in calls[1]
+        and "./h_vector_add" in calls[1]
+    )
+    ph = out.environment["phases"]
+    assert "build_vector_add_usual_s" in ph and "build_vector_add_usual_compile_s" in ph
+    # A driver that lacks the entry points is remembered: the next profile on this runner builds the usual way.
+    assert runner.name in ncu_mod._CUBIN_REFUSED
+    again = profile_file(path, text + "// edited\n", runner, ProfileOptions(), environment=ENV)
+    assert len(fake_ncu.read_text().splitlines()) == 3 and not again.notes
