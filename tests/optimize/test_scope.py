@@ -629,6 +629,64 @@ def test_host_launcher_scope() -> None:
     assert not check_scope(relu, cand, ["solve"]).ok
 
 
+LAUNCH = "relu_kernel<<<blocksPerGrid, threadsPerBlock>>>"
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        "N, 128",
+        "(N + 1023) / 1024, 1024",
+        "dim3((N + 511) / 512, 1, 1), dim3(512)",
+        "N > 4096 ? N / 4 : 1, threadsPerBlock",
+        "blocksPerGrid / 2, threadsPerBlock * 2",
+    ],
+)
+def test_a_host_launcher_may_change_its_launch_grid_and_block(config: str) -> None:
+    relu = (SAMPLES / "relu_launcher.cu").read_text()
+    targets = edit_targets(parse_source(relu), "solve")
+    cand = edit(LAUNCH, f"relu_kernel<<<{config}>>>", relu)
+    assert check_scope(relu, cand, targets, "relu_launcher.cu", "solve").ok
+
+
+@pytest.mark.parametrize(
+    ("config", "why"),
+    [
+        ("N = 1, 128", "assigns"),
+        ("blocksPerGrid++, 128", "assigns"),
+        ("N, threadsPerBlock += 1", "assigns"),
+        ("N, threadsPerBlock <<= 1", "assigns"),
+        ("cudaDeviceSynchronize(), 128", "'cudaDeviceSynchronize'"),
+        ('printf("x"), 128', "'printf'"),
+        ("N, other_size", "'other_size'"),
+        ("N, input[0]", "'['"),
+        ("[&] { return N; }(), 128", "'['"),
+        ("N, sizeof(float)", "'sizeof'"),
+    ],
+)
+def test_a_launch_configuration_that_could_run_host_code_is_refused(config: str, why: str) -> None:
+    relu = (SAMPLES / "relu_launcher.cu").read_text()
+    targets = edit_targets(parse_source(relu), "solve")
+    cand = edit(LAUNCH, f"relu_kernel<<<{config}>>>", relu)
+    r = check_scope(relu, cand, targets, "relu_launcher.cu", "solve")
+    assert not r.ok and why in r.reason and "launch of relu_kernel in solve" in r.reason, r.reason
+
+
+def test_only_the_entry_launchers_grid_and_block_open() -> None:
+    relu = (SAMPLES / "relu_launcher.cu").read_text()
+    targets = edit_targets(parse_source(relu), "solve")
+    # Without the entry named (a kernel entry's verification), the launch stays host code.
+    cand = edit(LAUNCH, "relu_kernel<<<N, 128>>>", relu)
+    r = check_scope(relu, cand, targets)
+    assert not r.ok and "host code" in r.reason
+    # A third configuration element (shared memory, stream) stays as written.
+    cand = edit(LAUNCH, "relu_kernel<<<blocksPerGrid, threadsPerBlock, 0>>>", relu)
+    assert not check_scope(relu, cand, targets, "relu_launcher.cu", "solve").ok
+    # So do the launch's arguments.
+    cand = edit("(input, output, N);", "(input, output, N / 2);", relu)
+    assert not check_scope(relu, cand, targets, "relu_launcher.cu", "solve").ok
+
+
 def test_unknown_target_is_reported() -> None:
     r = scope(BASE, ("missing",))
     assert not r.ok and "missing is not defined in the baseline" in r.reason

@@ -62,7 +62,8 @@ def candidates(recipe_name: str, path: Path, entry: str) -> list[tuple[dict[str,
     out = []
     for p in r.points(ctx, m):
         rw = r.generate(ctx, m, p)
-        out.append((p, rw, splice_kernel(text, rw.kernel, rw.code, rw.launch)))
+        launcher = ctx.entry if ctx.host_launched else None
+        out.append((p, rw, splice_kernel(text, rw.kernel, rw.code, rw.launch, rw.host_config, launcher)))
     assert out, f"{path.name}: no parameter points"
     return out
 

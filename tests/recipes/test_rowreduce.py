@@ -80,11 +80,25 @@ def test_row_index_on_the_y_axis_is_remapped() -> None:
     assert rw.launch is not None and isinstance(rw.launch.grid, str)  # a 1-D grid over rows
 
 
-def test_host_launcher_keeps_the_launch_and_runs_32_rows_per_warp() -> None:
-    cands = candidates(NAME, CORPUS / "rowreduce_softmax_launcher.cu", "solve")
-    for _, rw, _ in cands:
-        assert rw.launch is None
+def test_host_launcher_relaunches_a_block_per_row_first_then_keeps_the_launch() -> None:
+    path = CORPUS / "rowreduce_softmax_launcher.cu"
+    cands = candidates(NAME, path, "solve")
+    # First: the launcher's grid becomes the row count (its own argument N), a block of 128 threads per row
+    # (rows of 1,024 at the main shape); nothing else of the host code changes.
+    p, rw, text = cands[0]
+    assert p["layout"] == "relaunch" and rw.host_config == ("N", "128") and rw.launch is None
+    assert "softmax_rows<<<N, 128>>>(input, output, N, D);" in text
+    assert "int blocks = (N + threads - 1) / threads;" in text
+    assert "a block of 128 threads per row" in rw.code and "kl_block_sum_float" in rw.code
+    # Then the host's own launch: each warp runs the 32 rows of its lanes.
+    for p, rw, text in cands[1:]:
+        assert p["layout"] == "host" and rw.launch is None and rw.host_config is None
         assert "for (int kl_k = 0; kl_k < 32; ++kl_k)" in rw.code
+        assert "softmax_rows<<<blocks, threads>>>" in text
+    assert scope_problems(path, "solve", [t for _, _, t in cands]) == []
+    if NVCC is None:
+        pytest.skip("nvcc is not installed")
+    assert compile_errors([cands[0][2]]) == []
 
 
 def test_bf16_rows_accumulate_in_the_users_float() -> None:

@@ -67,12 +67,21 @@ class Proposer(Protocol):
         ...
 
 
-def splice_kernel(text: str, entry: str, new_code: str, launch: specmod.LaunchSpec | None = None) -> str:
+def splice_kernel(
+    text: str,
+    entry: str,
+    new_code: str,
+    launch: specmod.LaunchSpec | None = None,
+    host_config: tuple[str, str] | None = None,
+    launcher: str | None = None,
+) -> str:
     """Replace ``entry``'s definition (and the __device__ helpers the new code redefines) in ``text``.
 
     ``new_code`` holds the kernel definition and any ``__device__`` helpers it needs. Helpers with
     the same name as existing ones replace them; new ones go right above the kernel. When ``launch``
     is given, the entry's spec block gets that launch (the structured field; nothing else changes).
+    ``host_config`` (grid, block) replaces the first two ``<<<...>>>`` expressions of every launch of
+    ``entry`` in the host function ``launcher`` (what the scope gate lets a host launcher's rewrite change).
     Raises :class:`ProposerError` when the code lacks the kernel.
     """
     model = parse_source(text)
@@ -116,6 +125,13 @@ def splice_kernel(text: str, entry: str, new_code: str, launch: specmod.LaunchSp
         start = bound.block.span.start_byte
         end = len(pdata) - (len(data) - bound.block.span.end_byte)
         edits.append((bound.block.span.start_byte, bound.block.span.end_byte, pdata[start:end]))
+    if host_config is not None:
+        sites = [ls for ls in model.launch_sites if ls.kernel == entry and ls.caller == launcher]
+        if launcher is None or not sites or any(len(ls.config_spans) < 2 for ls in sites):
+            raise ProposerError(f"no launch of {entry} in {launcher} whose grid and block could change")
+        for ls in sites:
+            for span, new in zip(ls.config_spans[:2], host_config, strict=True):
+                edits.append((span.start_byte, span.end_byte, new.encode()))
     # A helper placed above the kernel must not sit between the spec block and the kernel, where it
     # would capture the spec: put helpers above the spec block instead.
     if helper_texts:

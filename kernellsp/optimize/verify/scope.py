@@ -7,7 +7,11 @@ A candidate may change only
 * the structured launch fields of the targeted entries' specs: ``launch``, the default order of
   ``tunables`` values, and ``flags`` from an allow-list of semantics-preserving nvcc options,
 * ``#include`` lines of a few CUDA toolkit headers (:data:`ALLOWED_INCLUDES`) added at the top of the
-  file, among or right after its includes, before any code.
+  file, among or right after its includes, before any code,
+* for a host launcher entry, the grid and block expressions (the first two inside ``<<<...>>>``) of its
+  launches of the targeted kernels, written with the launcher's own names, numbers, arithmetic and
+  ``dim3(...)`` only (:func:`launch_config_violation`): no calls, no assignments, nothing that runs host
+  code of its own.
 
 Everything else — includes, macros, host code, ``main``, other kernels, the rest of every spec — must
 stay the same token for token. Comments never decide scope: both files are compared without them
@@ -358,12 +362,74 @@ def check_scope(
     bad = _persistent_local_violation(bm, cm, tset)
     if bad is not None:
         return bad
+    bad = launch_config_violation(bm, cm, tset, entry)
+    if bad is not None:
+        return bad
     # Host-side functions must not have become device functions or vice versa (covered by the skeleton),
     # and a target kernel may not be turned into a host launcher (covered by kind). Now the specs.
     bad = _spec_violation(bm, cm, tset, entry)
     if bad is not None:
         return bad
     return ScopeResult(True)
+
+
+#: Tokens of a launch configuration expression: identifiers, integer literals, operators and the rest.
+_CONFIG_TOKEN = re.compile(r"\s*(?:([A-Za-z_]\w*)|(\d+[uUlL]*)|(<=|>=|==|!=|&&|\|\||[-+*/%(),?:<>!])|(\S))")
+#: Assignments and increments anywhere in a launch configuration expression.
+_CONFIG_ASSIGN = re.compile(r"\+\+|--|<<=|>>=|[-+*/%&|^]=|(?<![=!<>])=(?!=)")
+
+
+def launch_config_violation(
+    bm: SourceModel, cm: SourceModel, targets: set[str], entry: str | None
+) -> ScopeResult | None:
+    """A changed grid or block expression of a host launcher's launch that could do more than compute a size.
+
+    Allowed: the launcher's own identifiers (its parameters and locals, as the baseline has them, read
+    only), integer literals, arithmetic, comparisons, ``?:`` and ``dim3(...)``. Refused: any other call,
+    assignment, increment, member access, subscript, literal string or character, lambda or cast.
+    """
+    if entry is None or entry in targets:
+        return None
+    launcher = bm.function(entry)
+    if launcher is None or not launcher.has_body:
+        return None
+    body = bm.text.encode("utf-8", errors="replace")[launcher.span.start_byte : launcher.span.end_byte]
+    known = set(re.findall(r"[A-Za-z_]\w*", body.decode("utf-8", errors="replace")))
+    base = [ls.config[:2] for ls in bm.launch_sites if ls.caller == entry and ls.kernel in targets]
+    cand = [ls for ls in cm.launch_sites if ls.caller == entry and ls.kernel in targets]
+    for i, ls in enumerate(cand):
+        if i < len(base) and ls.config[:2] == base[i]:
+            continue
+        line = ls.span.start_line
+        for text in ls.config[:2]:
+            assign = _CONFIG_ASSIGN.search(text)
+            if assign is not None:
+                return ScopeResult.violation(
+                    f"the candidate's launch of {ls.kernel} in {entry} assigns in its grid or block "
+                    f"({text.strip()}: '{assign.group(0)}'): a launch configuration only computes a size",
+                    line,
+                )
+            pos, tokens = 0, []
+            while pos < len(text.rstrip()):
+                m = _CONFIG_TOKEN.match(text, pos)
+                if m is None:
+                    break
+                tokens.append(m)
+                pos = m.end()
+            for k, m in enumerate(tokens):
+                ident, bad = m.group(1), m.group(4)
+                nxt = tokens[k + 1].group(3) if k + 1 < len(tokens) else None
+                if bad is not None or (
+                    ident is not None and ident != "dim3" and (ident not in known or nxt == "(")
+                ):
+                    what = bad or ident
+                    return ScopeResult.violation(
+                        f"the candidate's launch of {ls.kernel} in {entry} has '{what}' in its grid or block "
+                        f"({text.strip()}): a launch configuration may use {entry}'s own names, numbers, "
+                        "arithmetic and dim3(...) only",
+                        line,
+                    )
+    return None
 
 
 def _target_violation(bm: SourceModel, cm: SourceModel, name: str) -> ScopeResult | None:

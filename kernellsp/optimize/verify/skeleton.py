@@ -31,6 +31,12 @@ def editable_spans(
     for b in bound:
         if (b.entry in targets or b.entry == entry) and b.block is not None:
             spans.append((b.block.span.start_byte, b.block.span.end_byte, f"spec:{b.entry}"))
+    if entry is not None and entry not in targets:
+        # A host launcher's launches of the targeted kernels: their grid and block expressions may change
+        # (scope.launch_config_violation says with what).
+        for ls in model.launch_sites:
+            if ls.caller == entry and ls.kernel in targets:
+                spans.extend((sp.start_byte, sp.end_byte, "launch-config") for sp in ls.config_spans[:2])
     spans.sort()
     merged: list[tuple[int, int, str]] = []
     for s in spans:

@@ -20,9 +20,10 @@ recipe wants to hand to ``generate``. ``Decline.reason`` says, in a sentence a C
 understands, why the recipe does not apply. ``generate`` returns the new kernel definition (the
 original signature, template line included, with a new body; :func:`signature_text` gives it) and,
 for ``__global__`` entries only, a new launch configuration for the spec's structured ``launch``
-field. A host-launched kernel (``ctx.host_launched``) must work under the launch the host code
-gives (``ctx.launch_site``): host code never changes, and neither does any kernel signature
-(only ``const``, ``__restrict__`` and ``__launch_bounds__`` may be added). No new ``__global__``
+field. A host-launched kernel (``ctx.host_launched``) works under the launch the host code gives
+(``ctx.launch_site``), or under a new grid and block for that launch (``Rewrite.host_config``, written
+with the launcher's own names: the only host code a rewrite may change, docs/scope.md); no kernel
+signature changes (only ``const``, ``__restrict__`` and ``__launch_bounds__`` may be added). No new ``__global__``
 kernels, no file-scope state; new ``__device__`` helpers may precede the kernel in ``code``.
 
 Every candidate still passes the scope, compile, correctness, sanitizer and timing gates; a
@@ -118,6 +119,9 @@ class Rewrite:
     launch: specmod.LaunchSpec | None = None
     #: Includes from the scope gate's allow-list the code needs (prefer none).
     includes: list[str] = field(default_factory=list)
+    #: For a host-launched kernel: new grid and block expressions (host code) for its launch sites in the
+    #: entry launcher, the only host code a rewrite may change (``None``: the host's launch stays).
+    host_config: tuple[str, str] | None = None
 
 
 class RecipeError(RuntimeError):

@@ -134,7 +134,14 @@ class RecipeProposer:
     ) -> Candidate | None:
         try:
             rw = r.generate(rctx, m, params)
-            text = splice_kernel(ctx.text, rw.kernel, rw.code, rw.launch)
+            text = splice_kernel(
+                ctx.text,
+                rw.kernel,
+                rw.code,
+                rw.launch,
+                rw.host_config,
+                rctx.entry if rctx.host_launched else None,
+            )
         except (RecipeError, ProposerError, exprs.ExprError, ValueError):
             return None
         if text == ctx.text:

@@ -26,9 +26,11 @@ whatever number of passes the source makes. Longer rows take a streaming path (c
 passes through L1/L2). Double literals in a kernel with no ``double`` anywhere (``1.0 / sum``,
 ``1e-5``) are written as float literals, so no fp64 instructions remain in the loop.
 
-A host-launched kernel keeps the host's launch: with one thread per row, each warp of the host's
-block runs the block's 32 rows of its own lanes one after the other (the block must be a multiple
-of 32 threads); with one block per row, the host's block is the row's team.
+A host-launched kernel of one thread per row first gets a launch of its own: the launcher's grid
+and block become the row count (in the launcher's own names) and a block per row (the only host
+code a rewrite may change). It also keeps the host's launch as written: with one thread per row,
+each warp of the host's block runs the block's 32 rows of its own lanes one after the other (the
+block must be a multiple of 32 threads); with one block per row, the host's block is the row's team.
 
 Declines when a loop carries state other than associative accumulators (Welford updates, argmax
 with an index), when loops run over different lengths or nest, when a loop reads another row or a
@@ -38,6 +40,7 @@ other shared memory remain, or when the number of rows is unknown for a warp-per
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from kernellsp.optimize.propose.recipes import _memshape as ms
@@ -75,7 +78,11 @@ if TYPE_CHECKING:
 NAME = "rowreduce-warp-block"
 ARCHETYPE = "rowreduce"
 RULES = ("KL404", "KL601", "KL401", "KL501", "KL510", "KL505")
-PARAMS: dict[str, list[Any]] = {"layout": ["warp", "block"], "threads": [256, 128, 512, 1024], "vec": [4, 1]}
+PARAMS: dict[str, list[Any]] = {
+    "layout": ["warp", "block", "host", "relaunch"],
+    "threads": [256, 128, 512, 1024],
+    "vec": [4, 1],
+}
 
 #: Bytes of one cached row per thread, at most (64 registers; beyond it the streaming path runs).
 MAX_ROW_BYTES = 256
@@ -154,7 +161,13 @@ def points(ctx: RecipeContext, m: Match) -> list[dict[str, Any]]:
     """Warp per row for short rows, a block per row for long ones; the spec's main row length decides."""
     prog: RowProgram = m.data
     if ctx.host_launched:
-        return [{"layout": "host", "threads": 0, "vec": 1}, {"layout": "host", "threads": 0, "vec": 4}]
+        pts = [{"layout": "host", "threads": 0, "vec": 1}, {"layout": "host", "threads": 0, "vec": 4}]
+        if _host_rows(ctx, prog) is not None:
+            # The host's grid of one thread per row leaves most of the GPU idle (16,384 rows of 128-thread blocks
+            # run 512 warps): a block per row, through the launch's grid and block, comes first.
+            n = _host_length(ctx, prog) or 1024
+            pts.insert(0, {"layout": "relaunch", "threads": 256 if n > 1024 else 128, "vec": 1})
+        return pts
     n = _main_length(ctx, prog) or 1024
     can_warp = prog.rows is not None
     # vec=1: lane-interleaved columns, so every load and store instruction covers 128 contiguous bytes;
@@ -187,7 +200,16 @@ def generate(ctx: RecipeContext, m: Match, params: dict[str, Any]) -> Rewrite:
     vec = int(params.get("vec", 4))
     if vec not in (1, 2, 4):
         raise RecipeError("vec is 1, 2 or 4 (4-byte words per vector load)")
-    if ctx.host_launched:
+    host_config = None
+    if ctx.host_launched and layout == "relaunch":
+        # A block per row under a launch of its own: the launcher's grid becomes the row count.
+        rows = _host_rows(ctx, prog)
+        if rows is None:
+            raise RecipeError("the row count is not known in the launcher's terms")
+        threads = int(params.get("threads", 256))
+        layout = "block"
+        host_config = (rows, str(threads))
+    elif ctx.host_launched:
         layout = "warp" if prog.form == "thread" else "block"
         host = prog.host_block if prog.form == "thread" else (ms.block_dims(ctx) or (0, 0, 0))[0]
         if host is None:
@@ -216,7 +238,21 @@ def generate(ctx: RecipeContext, m: Match, params: dict[str, Any]) -> Rewrite:
         else:
             grid = rows_spec if rows_spec is not None else _orig_grid(ctx, prog)
             launch = specmod.LaunchSpec(grid=grid, block=threads)
-    return Rewrite(ctx.kernel.name, g.helpers() + code, launch)
+    return Rewrite(ctx.kernel.name, g.helpers() + code, launch, host_config=host_config)
+
+
+def _host_rows(ctx: RecipeContext, prog: RowProgram) -> str | None:
+    """The row count in the launcher's own terms (each kernel parameter replaced by the argument the launch
+    passes for it), for a kernel of one thread per row with a bounds-checked row; ``None`` otherwise."""
+    if prog.form != "thread" or prog.rows is None or ctx.launch_site is None:
+        return None
+    rename: dict[str, str] = {}
+    for sym in prog.rows.symbols():
+        arg = ctx.host_arg(sym)
+        if arg is None or not re.fullmatch(r"[A-Za-z_]\w*|\d+", arg):
+            return None
+        rename[sym] = arg
+    return prog.rows.c_text(rename)
 
 
 def _host_length(ctx: RecipeContext, prog: RowProgram) -> int | None:
