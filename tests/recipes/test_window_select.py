@@ -7,94 +7,25 @@ import random
 from pathlib import Path
 
 import pytest
-from memcommon import NVCC, ROOT, candidates, compile_errors, match, scope_problems
+from memcommon import (
+    CORPUS,
+    NVCC,
+    ROOT,
+    candidates,
+    compile_errors,
+    entry_of,
+    files_of,
+    match,
+    scope_problems,
+)
 
 from kernellsp.optimize.propose.recipes.base import Decline, Match
 
 NAME = "window-select"
 MEDIAN = ROOT / "samples" / "median_filter.cu"
-
-# Another spelling: a 3x3 median on a 2-D launch, a fixed-size window filled by two nested loops with
-# an index counter, a bubble sort through a temporary, the middle element read by a constant.
-MEDIAN3X3 = """\
-#include <cuda_runtime.h>
-/* kernellsp
-sizes = { W = 1024, H = 768 }
-launch = { grid = ["ceil_div(W, 16)", "ceil_div(H, 16)"], block = [16, 16] }
-shapes = [{ W = 5, H = 3 }]
-[args]
-img = { dtype = "f32", dir = "in", count = "W * H" }
-res = { dtype = "f32", dir = "out", count = "W * H" }
-width = { value = "W" }
-height = { value = "H" }
-*/
-__global__ void median3x3(const float* img, float* res, int width, int height)
-{
-    unsigned x = blockIdx.x * blockDim.x + threadIdx.x;
-    unsigned y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (x >= width || y >= height) return;
-    float v[9];
-    int k = 0;
-    for (int dy = -1; dy <= 1; dy++) {
-        for (int dx = -1; dx <= 1; dx++) {
-            int yy = min(max((int)y + dy, 0), height - 1);
-            int xx = min(max((int)x + dx, 0), width - 1);
-            v[k++] = img[yy * width + xx];
-        }
-    }
-    for (int a = 0; a < 9; a++) {
-        for (int b = 0; b < 8 - a; b++) {
-            if (v[b] > v[b + 1]) {
-                float t = v[b];
-                v[b] = v[b + 1];
-                v[b + 1] = t;
-            }
-        }
-    }
-    res[y * width + x] = v[4];
-}
-"""
-
-
-# A third spelling: u8 pixels behind a host launcher, the size first, a size_t index, a 5-wide window gathered
-# with a plain index, a selection sort (swap through a temporary), the middle read through a #define.
-DESPECKLE_U8 = """\
-#include <cuda_runtime.h>
-#define TAPS 5
-#define MID (TAPS / 2)
-__global__ void despeckle(size_t len, unsigned char* dst, const unsigned char* src)
-{
-    size_t p = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= len) return;
-    unsigned char taps[TAPS];
-    for (int t = 0; t < TAPS; t++) {
-        long q = (long)p + t - MID;
-        taps[t] = src[q < 0 ? 0 : (q >= (long)len ? (long)len - 1 : q)];
-    }
-    for (int a = 0; a < TAPS - 1; a++) {
-        int lo = a;
-        for (int b = a + 1; b < TAPS; b++) {
-            if (taps[b] < taps[lo]) lo = b;
-        }
-        unsigned char t = taps[a];
-        taps[a] = taps[lo];
-        taps[lo] = t;
-    }
-    dst[p] = taps[MID];
-}
-/* kernellsp
-sizes = { N = 1048576 }
-shapes = [{ N = 7 }, { N = 1 }]
-[args]
-n = { value = "N" }
-out = { dtype = "u8", dir = "out", count = "N" }
-in = { dtype = "u8", dir = "in", count = "N" }
-*/
-extern "C" void run_despeckle(size_t n, unsigned char* out, const unsigned char* in)
-{
-    despeckle<<<(unsigned)((n + 127) / 128), 128>>>(n, out, in);
-}
-"""
+# Two more spellings in the corpus: a 2-D 3x3 bubble-sort median, and a host-launched u8 selection sort.
+MEDIAN3X3 = CORPUS / "window_median3x3_f32.cu"
+DESPECKLE_U8 = CORPUS / "window_despeckle_u8_launcher.cu"
 
 
 def _write(tmp_path: Path, text: str, name: str = "k.cu") -> Path:
@@ -119,8 +50,8 @@ def test_the_median_sample_binds_its_window_and_specialises_the_radius() -> None
     assert cands[0][1].launch is None  # the spec's launch is kept
 
 
-def test_another_spelling_matches_without_specialising(tmp_path: Path) -> None:
-    path = _write(tmp_path, MEDIAN3X3)
+def test_another_spelling_matches_without_specialising() -> None:
+    path = MEDIAN3X3
     _, m = match(NAME, path, "median3x3")
     assert isinstance(m, Match), m
     assert m.binding["selected"] == "v[4] of k" and "specialised" not in m.binding
@@ -133,16 +64,18 @@ def test_another_spelling_matches_without_specialising(tmp_path: Path) -> None:
 
 def test_the_count_is_the_gathers_counter_not_a_sort_passes_bound(tmp_path: Path) -> None:
     """A bubble sort whose passes run to ``k - 1``: the selection still counts all ``k`` gathered elements."""
-    text = MEDIAN3X3.replace("for (int a = 0; a < 9; a++) {", "for (int a = 0; a < k - 1; a++) {").replace(
-        "for (int b = 0; b < 8 - a; b++) {", "for (int b = 0; b < k - 1 - a; b++) {"
+    text = (
+        MEDIAN3X3.read_text()
+        .replace("for (int a = 0; a < 9; a++) {", "for (int a = 0; a < k - 1; a++) {")
+        .replace("for (int b = 0; b < 8 - a; b++) {", "for (int b = 0; b < k - 1 - a; b++) {")
     )
     _, m = match(NAME, _write(tmp_path, text), "median3x3")
     assert isinstance(m, Match), m
     assert m.binding["selected"] == "v[4] of k"
 
 
-def test_a_host_launched_u8_selection_sort_binds_through_its_defines(tmp_path: Path) -> None:
-    path = _write(tmp_path, DESPECKLE_U8)
+def test_a_host_launched_u8_selection_sort_binds_through_its_defines() -> None:
+    path = DESPECKLE_U8
     _, m = match(NAME, path, "run_despeckle")
     assert isinstance(m, Match), m
     assert (
@@ -208,10 +141,10 @@ def test_declines_kernels_without_a_window() -> None:
         assert isinstance(m, Decline) and "local array" in m.reason, (rel, m)
 
 
-def test_every_candidate_compiles(tmp_path: Path) -> None:
+def test_every_candidate_compiles() -> None:
     if NVCC is None:
         pytest.skip("nvcc is not installed")
     texts = [t for _, _, t in candidates(NAME, MEDIAN, "median_filter")]
-    texts += [t for _, _, t in candidates(NAME, _write(tmp_path, MEDIAN3X3), "median3x3")]
-    texts += [t for _, _, t in candidates(NAME, _write(tmp_path, DESPECKLE_U8, "d.cu"), "run_despeckle")]
-    assert compile_errors(texts) == []
+    for f in files_of("window"):
+        texts += [t for _, _, t in candidates(NAME, CORPUS / f, entry_of(f))]
+    assert len(texts) >= 6 and compile_errors(texts) == []
