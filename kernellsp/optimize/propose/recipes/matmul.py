@@ -185,13 +185,13 @@ def _with_launch(ctx: RecipeContext, g: Gemm, ci: ms.Coord, cj: ms.Coord, cb: ms
         if dims[1] != 1 or dims[2] != 1:
             return (
                 f"the host launches blocks of {dims[0]}x{dims[1]}x{dims[2]}; the tiled kernel needs a 1-D block "
-                "(host code cannot change)"
+                "(this recipe keeps the host's launch)"
             )
         if not any(t.threads == dims[0] for t in TILES.values()):
             sizes = sorted({t.threads for t in TILES.values()})
             return (
-                f"the host launches {dims[0]}-thread blocks; the tiled kernels use {sizes} threads and host "
-                "code cannot change"
+                f"the host launches {dims[0]}-thread blocks; the tiled kernels use {sizes} threads (this recipe "
+                "keeps the host's launch)"
             )
         g.host_block = dims[0]
         return g

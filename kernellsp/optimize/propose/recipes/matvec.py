@@ -198,7 +198,7 @@ def _with_launch(ctx: RecipeContext, g: Gemv, ci: ms.Coord, cb: ms.Coord | None)
         if dims[1] != 1 or dims[2] != 1 or dims[0] % 32 or dims[0] > 1024:
             return (
                 f"the host launches blocks of {dims[0]}x{dims[1]}x{dims[2]}; the matvec kernel needs a 1-D block "
-                "of whole warps (host code cannot change)"
+                "of whole warps (this recipe keeps the host's launch)"
             )
         if cb is not None:
             return "a batched matrix-vector product behind a host launcher: the host's 1-D grid has no batch axis"
