@@ -25,6 +25,7 @@ from kernellsp.optimize.verify import correctness as compare
 from kernellsp.optimize.verify.gate import VERDICTS
 from kernellsp.optimize.verify.scope import check_scope, edit_targets
 from kernellsp.run import harness
+from kernellsp.run import harness_build as hb
 from kernellsp.source import spec
 from kernellsp.source.model import parse_source
 
@@ -218,15 +219,35 @@ def test_scope_refuses_a_static_inside_a_device_helper() -> None:
 
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.CompletedProcess[str]]:
-    """Every gpu-gate candidate's harness, compiled in parallel (nvcc takes seconds per file)."""
+    """Every gpu-gate candidate's harness, built the way verify builds it (the split build: the runtime object
+    once, then each candidate's entry unit compiled and linked with it), in parallel."""
     out = tmp_path_factory.mktemp("adversarial-builds")
+    (out / hb.RUNTIME_SOURCE).write_text(hb.runtime_unit_source())
+    runtime = subprocess.run(
+        hb.runtime_compile_command(
+            "sm_90", "nvcc", (), str(out / hb.RUNTIME_OBJECT), str(out / hb.RUNTIME_SOURCE)
+        ),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert runtime.returncode == 0, runtime.stderr[-2000:]
 
     def build(case: dict[str, Any]) -> tuple[str, subprocess.CompletedProcess[str]]:
         plan = _candidate_plan(case)
         h = out / f"{case['name']}_harness.cu"
-        h.write_text(harness.generate_harness(plan, str(REPO / case["candidate"])))
-        cmd = harness.harness_compile_command(str(h), str(out / case["name"]), "sm_90", list(plan.flags))
-        return case["name"], subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        h.write_text(harness.generate_harness(plan, str(REPO / case["candidate"]), split=True))
+        obj, exe = str(out / f"{case['name']}.o"), str(out / case["name"])
+        res = subprocess.run(
+            hb.unit_compile_command(str(h), obj, "sm_90", list(plan.flags)),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if res.returncode != 0:
+            return case["name"], res
+        link = hb.link_command([obj, str(out / hb.RUNTIME_OBJECT)], exe, "sm_90", list(plan.flags))
+        return case["name"], subprocess.run(link, capture_output=True, text=True, timeout=600)
 
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
         return dict(pool.map(build, GPU_CASES))

@@ -21,6 +21,7 @@ from kernellsp.optimize.propose.base import Candidate, ProposalContext
 from kernellsp.optimize.propose.tuner import Tuner
 from kernellsp.optimize.verify.scope import check_scope, edit_targets
 from kernellsp.run import harness
+from kernellsp.run import harness_build as hb
 from kernellsp.source import spec as specmod
 from kernellsp.source.model import parse_source
 
@@ -389,6 +390,13 @@ def test_tuner_builds_on_the_champion() -> None:
 @pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
 def test_every_candidate_harness_compiles(tmp_path: Path) -> None:
     jobs = []
+    (tmp_path / hb.RUNTIME_SOURCE).write_text(hb.runtime_unit_source())
+    runtime = tmp_path / hb.RUNTIME_OBJECT
+    rt_cmd = hb.runtime_compile_command(
+        "sm_90", NVCC or "nvcc", (), str(runtime), str(tmp_path / hb.RUNTIME_SOURCE)
+    )
+    rt = subprocess.run(rt_cmd, capture_output=True, text=True, timeout=600)
+    assert rt.returncode == 0, rt.stderr[-2000:]
     work = [
         (name, sample_context(name), propose_all(sample_context(name)))
         for name in ("softmax_row.cu", "conv1d.cu")
@@ -409,13 +417,21 @@ def test_every_candidate_harness_compiles(tmp_path: Path) -> None:
             assert plan.flags == b.spec.flags
             if c.description.startswith("tunable:BLOCK="):
                 assert plan.shapes[0].block == (int(c.description.split("=")[1]), 1, 1)
-            (d / "harness.cu").write_text(harness.generate_harness(plan, name))
-            cmd = harness.harness_compile_command("harness.cu", "h", "sm_90", plan.flags, nvcc=NVCC or "nvcc")
-            jobs.append((f"{name}: {c.description}", cmd, d))
+            # The split build verify uses: the entry unit compiled and linked with the runtime object built once.
+            (d / "harness.cu").write_text(harness.generate_harness(plan, name, split=True))
+            nvcc = NVCC or "nvcc"
+            cmds = [
+                hb.unit_compile_command("harness.cu", "h.o", "sm_90", plan.flags, nvcc),
+                hb.link_command(["h.o", str(runtime)], "h", "sm_90", plan.flags, nvcc),
+            ]
+            jobs.append((f"{name}: {c.description}", cmds, d))
 
-    def build(job: tuple[str, list[str], Path]) -> tuple[str, int, str]:
-        label, cmd, cwd = job
-        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
+    def build(job: tuple[str, list[list[str]], Path]) -> tuple[str, int, str]:
+        label, cmds, cwd = job
+        for cmd in cmds:
+            proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
+            if proc.returncode != 0:
+                break
         return label, proc.returncode, proc.stderr[-2000:]
 
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
