@@ -15,7 +15,6 @@ impact. Results are cached by source, spec, flags, section set, GPU, driver and 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -488,13 +487,14 @@ def _cubin_refusal(
     """The harness's message when a device-only run failed because it could not use the cubin; else ``None``."""
     if job.host_cu is None or (res.returncode == 0 and rep in fetched):
         return None
-    dest = rep.parent
-    got = runner.get(wd, [f"out_{job.label}/result.json"], dest)
-    if not got:
+    from kernellsp.run import harness as hz
+
+    out = f"out_{job.label}"
+    if not runner.get(wd, [f"{out}/result.json"], rep.parent):
         return None
     try:
-        error = str(json.loads(got[0].read_text()).get("error") or "")
-    except (OSError, ValueError):
+        error = hz.read_result(rep.parent / out).error or ""
+    except hz.HarnessError:
         return None
     return error if error.startswith(CUBIN_FAILURE) else None
 

@@ -18,6 +18,7 @@ import pytest
 
 from kernellsp.profile.ncu import ProfileOptions, cached_profile, profile_file
 from kernellsp.run import harness_build as hb
+from kernellsp.run.harness import RESULT_FORMAT
 from kernellsp.run.runner import LocalRunner
 
 REPO = Path(__file__).resolve().parents[2]
@@ -154,7 +155,8 @@ def test_a_harness_that_cannot_use_the_cubin_falls_back_to_the_usual_build(
         "    d = sys.argv[sys.argv.index('--out') + 1]\n"
         "    os.makedirs(d, exist_ok=True)\n"
         "    msg = 'cubin entry: the driver entry point cuModuleEnumerateFunctions is unavailable'\n"
-        "    json.dump({'status': 'launch_error', 'error': msg}, open(os.path.join(d, 'result.json'), 'w'))\n"
+        f"    json.dump({{'format': {RESULT_FORMAT!r}, 'status': 'launch_error', 'error': msg}}, "
+        "open(os.path.join(d, 'result.json'), 'w'))\n"
         "    sys.exit(3)\n"
         f"shutil.copy({str(REPORT)!r}, out + '.ncu-rep')\n"
     )

@@ -82,6 +82,10 @@ def test_row_index_on_the_y_axis_is_remapped() -> None:
 
 def test_host_launcher_relaunches_a_block_per_row_first_then_keeps_the_launch() -> None:
     path = CORPUS / "rowreduce_softmax_launcher.cu"
+    _, m = match(NAME, path, "solve")
+    assert isinstance(m, Match) and m.binding["launch"].startswith(
+        "a block per row through the launcher's launch (grid N)"
+    )
     cands = candidates(NAME, path, "solve")
     # First: the launcher's grid becomes the row count (its own argument N), a block of 128 threads per row
     # (rows of 1,024 at the main shape); nothing else of the host code changes.

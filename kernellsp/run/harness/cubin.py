@@ -59,21 +59,12 @@ _SCALARS: dict[str, str] = {
     "unsigned long long int": "unsigned long long",
     "float": "float",
     "double": "double",
-    "size_t": "std::size_t",
-    "ptrdiff_t": "std::ptrdiff_t",
-    **{f"{p}{t}": f"std::{t}" for p in ("", "std::") for t in ("size_t", "ptrdiff_t")},
     **{
         f"{p}{t}": f"std::{t}"
         for p in ("", "std::")
         for t in (
-            "int8_t",
-            "uint8_t",
-            "int16_t",
-            "uint16_t",
-            "int32_t",
-            "uint32_t",
-            "int64_t",
-            "uint64_t",
+            *("size_t", "ptrdiff_t"),
+            *("int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t"),
         )
     },
 }

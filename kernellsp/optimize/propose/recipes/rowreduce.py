@@ -152,6 +152,10 @@ def _binding(ctx: RecipeContext, prog: RowProgram) -> dict[str, str]:
         "cached rows": ", ".join(f"{k} ({v[1]})" for k, v in rows_in.items()) or "none",
         "launch": "kept (host launcher)" if ctx.host_launched else "spec launch field",
     }
+    if ctx.host_launched and (rows := _host_rows(ctx, prog)) is not None:
+        binding["launch"] = (
+            f"a block per row through the launcher's launch (grid {rows}), or kept (host launcher)"
+        )
     if prog.trees:
         binding["shared trees removed"] = ", ".join(t.array for t in prog.trees)
     return binding
