@@ -18,6 +18,7 @@ from rich.markup import escape
 from kernellsp.report.text import explain_text
 
 if TYPE_CHECKING:
+    from kernellsp.run.gpu_lock import GpuLock
     from kernellsp.run.runner import Runner
     from kernellsp.settings import Settings
 
@@ -139,7 +140,7 @@ def _no_runner(message: str) -> Any:
             timeout_s: float,
             cancel: threading.Event | None = None,
             env: dict[str, str] | None = None,
-            gpu_lock: bool = False,
+            gpu_lock: GpuLock = False,
         ) -> RunResult:
             raise self._refuse()
 

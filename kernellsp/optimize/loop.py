@@ -236,8 +236,9 @@ def optimize(
 
 
 def _round_verify_options(opts: OptimizeOptions) -> VerifyOptions:
-    # Rounds only select a champion: one seed and no sanitizer keep them quick. The final verification
-    # of the champion against the original runs every gate in full.
+    # Rounds only select a champion: one seed, no sanitizer, and correctness runs beside the other candidates'
+    # (shared GPU; timing still holds it alone) keep them quick. The final verification of the champion
+    # against the original runs every gate in full.
     return VerifyOptions(
         **{
             **asdict(opts.verify),
@@ -245,6 +246,7 @@ def _round_verify_options(opts: OptimizeOptions) -> VerifyOptions:
             "sanitize": opts.round_sanitize and opts.verify.sanitize,
             "sanitize_all_shapes": False,
             "main_shape_patterns": False,
+            "exclusive_checks": False,
         }
     )
 

@@ -10,6 +10,13 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
+
+#: How a command holds the GPU: ``False`` not at all (builds); ``True`` alone (timing, ncu: nothing else may
+#: run on the GPU meanwhile); ``"shared"`` beside other shared steps but never beside one that holds it alone
+#: (runs whose verdict does not depend on the GPU being quiet: a trusted baseline's outputs, compute-sanitizer
+#: tools, a round's correctness checks). ``flock`` shared and exclusive modes on the same lock file.
+GpuLock = bool | Literal["shared"]
 
 _LOCK_NAME = "kernellsp-gpu.lock"
 _LOCK_BUSY = 75  # flock -E: the GPU lock was not free in time

@@ -44,6 +44,7 @@ import distributed
 
 from kernellsp.build.nvcc import Cancelled
 from kernellsp.run import sandbox as sbx
+from kernellsp.run.gpu_lock import GpuLock
 from kernellsp.run.pool_task import VerifyRequest, VerifyResponse, run_verification
 from kernellsp.run.pool_worker import (
     GpuWorkerPlugin,
@@ -471,7 +472,7 @@ class PoolRunner(Runner):
         timeout_s: float,
         cancel: threading.Event | None = None,
         env: dict[str, str] | None = None,
-        gpu_lock: bool = False,
+        gpu_lock: GpuLock = False,
     ) -> RunResult:
         raise self._no_steps()
 

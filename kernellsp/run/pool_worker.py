@@ -24,7 +24,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 import kernellsp
 from kernellsp.build.nvcc import Cancelled
 from kernellsp.run import sandbox as sbx
-from kernellsp.run.gpu_lock import _LOCK_NAME, gpu_lock_dir
+from kernellsp.run.gpu_lock import _LOCK_NAME, GpuLock, gpu_lock_dir
 from kernellsp.run.runner import LocalRunner, Runner, RunnerError, RunResult
 
 PLUGIN_NAME = "kernellsp-gpu"
@@ -183,7 +183,7 @@ class PinnedRunner(LocalRunner):
         timeout_s: float,
         cancel: threading.Event | None,
         env: dict[str, str] | None,
-        gpu_lock: bool,
+        gpu_lock: GpuLock,
         label: str,
     ) -> RunResult:
         env = {**(env or {}), "CUDA_VISIBLE_DEVICES": self.gpu.uuid}

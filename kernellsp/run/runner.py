@@ -37,6 +37,7 @@ from kernellsp.run.gpu_lock import (
     _HOLDER_POLL_S,
     _LOCK_NAME,
     GpuHolder,
+    GpuLock,
     _holder_json,
     _local_holder,
     _waiting_message,
@@ -183,7 +184,7 @@ class Runner(ABC):
         timeout_s: float,
         cancel: threading.Event | None = None,
         env: dict[str, str] | None = None,
-        gpu_lock: bool = False,
+        gpu_lock: GpuLock = False,
     ) -> RunResult:
         """Run ``argv`` in ``workdir`` with a clean environment; raise RunnerError on timeout."""
 
@@ -262,7 +263,7 @@ class HostRunner(Runner):
         timeout_s: float,
         cancel: threading.Event | None = None,
         env: dict[str, str] | None = None,
-        gpu_lock: bool = False,
+        gpu_lock: GpuLock = False,
     ) -> RunResult:
         wrapped, prepared = self._sandbox_wrap(argv, workdir, timeout_s)
         res = self._run_unwrapped(wrapped, workdir, timeout_s, cancel, env, gpu_lock, Path(argv[0]).name)
@@ -276,7 +277,7 @@ class HostRunner(Runner):
         timeout_s: float,
         cancel: threading.Event | None,
         env: dict[str, str] | None,
-        gpu_lock: bool,
+        gpu_lock: GpuLock,
         label: str,
     ) -> RunResult:
         """Run the (already wrapped) command on the host, with the environment and the GPU lock."""
@@ -326,7 +327,7 @@ class LocalRunner(HostRunner):
         timeout_s: float,
         cancel: threading.Event | None,
         env: dict[str, str] | None,
-        gpu_lock: bool,
+        gpu_lock: GpuLock,
         label: str,
     ) -> RunResult:
         full_env = clean_env(env, home=workdir)
@@ -352,7 +353,7 @@ class LocalRunner(HostRunner):
         timeout_s: float,
         cancel: threading.Event | None,
         full_env: dict[str, str],
-        gpu_lock: bool,
+        gpu_lock: GpuLock,
         label: str,
     ) -> RunResult:
         if not gpu_lock:
@@ -376,7 +377,9 @@ class LocalRunner(HostRunner):
             holder: GpuHolder | None = None
             while True:
                 try:
-                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.flock(
+                        fh, (fcntl.LOCK_SH if gpu_lock == "shared" else fcntl.LOCK_EX) | fcntl.LOCK_NB
+                    )
                     break
                 except BlockingIOError:
                     if cancel is not None and cancel.is_set():

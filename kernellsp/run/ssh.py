@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kernellsp.build.nvcc import Cancelled
-from kernellsp.run.gpu_lock import _LOCK_BUSY, _LOCK_NAME, GpuHolder, _waiting_message, parse_holders
+from kernellsp.run.gpu_lock import _LOCK_BUSY, _LOCK_NAME, GpuHolder, GpuLock, _waiting_message, parse_holders
 from kernellsp.run.process import _ENV_KEEP, _RC_MARK, _SECRET, RunnerError, RunResult, _killpg
 from kernellsp.run.runner import HostRunner, sandbox_setting
 
@@ -219,7 +219,7 @@ class SshRunner(HostRunner):
         timeout_s: float,
         cancel: threading.Event | None,
         env: dict[str, str] | None,
-        gpu_lock: bool,
+        gpu_lock: GpuLock,
         label: str,
     ) -> RunResult:
         # Remote environment: the login PATH plus CUDA's usual place, HOME in the scratch dir, no secrets
@@ -251,14 +251,17 @@ class SshRunner(HostRunner):
             # The host's one GPU lock (the local runner's too: see gpu_lock_dir), waited for here with progress; the
             # job then takes it for real (a job that slips in between only makes this wait again, in the flock).
             lock = f'"${{KERNELLSP_GPU_LOCK_DIR:-/tmp}}"/{shlex.quote(self.gpu_lock_name)}'
-            self._wait_remote_lock(lock, cancel)
+            mode = "-s " if gpu_lock == "shared" else ""
+            self._wait_remote_lock(lock, cancel, mode)
             rec = shlex.quote(json.dumps(self.job_label))
             holder = (
                 f'h={lock}.holder.$(id -u); printf \'{{"label": %s, "user": "%s", "host": "%s", "pid": %s, '
                 f'"since": %s}}\\n\' {rec} "$(id -un)" "$(hostname)" $$ "$(date +%s)" > "$h.$$" && '
                 f'chmod 644 "$h.$$" && mv -f "$h.$$" "$h"; trap \'rm -f "$h"\' EXIT; '
             )
-            body = f"flock -E {_LOCK_BUSY} -w {int(timeout_s)} {lock} sh -c {shlex.quote(holder + body)}"
+            body = (
+                f"flock {mode}-E {_LOCK_BUSY} -w {int(timeout_s)} {lock} sh -c {shlex.quote(holder + body)}"
+            )
         # The lock wait (up to timeout_s) must not eat into the command's own time limit.
         limit = int(timeout_s) * (2 if gpu_lock else 1) + 5
         # `timeout` leads its own process group (pid recorded for cancel) and SIGKILLs all of it, itself
@@ -287,11 +290,11 @@ class SshRunner(HostRunner):
             )
         return rr
 
-    def _wait_remote_lock(self, lock: str, cancel: threading.Event | None) -> None:
+    def _wait_remote_lock(self, lock: str, cancel: threading.Event | None, mode: str = "") -> None:
         """Until the host's GPU lock is free: ask every few seconds, report who holds it, honour cancel and
         ``gpu_wait_s``."""
         probe = (
-            f'L={lock}; if flock -n -E {_LOCK_BUSY} "$L" true; then echo FREE; else for f in "$L".holder.*; do '
+            f'L={lock}; if flock {mode}-n -E {_LOCK_BUSY} "$L" true; then echo FREE; else for f in "$L".holder.*; do '
             '[ -f "$f" ] || continue; p=$(sed -n \'s/.*"pid": *\\([0-9]*\\).*/\\1/p\' "$f"); '
             '[ -n "$p" ] && [ -d "/proc/$p" ] && cat "$f"; done; fi'
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -512,3 +513,77 @@ def test_hazard_checks_are_bounded_on_heavy_shapes_only_after_passing_a_smaller_
     assert sanitize(session, "softmax_row", plan, opts, lambda *_: None, text, details) is None  # type: ignore[arg-type]
     assert ("racecheck", heavy, 60) in calls
     assert not [d for d in details["sanitizer"] if "not started" in d.get("bounded", "")]
+
+
+def test_sanitizer_tools_run_side_by_side_in_shared_mode_and_report_in_plan_order() -> None:
+    """The tools of a shape run at once, each holding the GPU in shared mode; the smallest shape goes first (a
+    larger shape's hazard tools need to know it passed), and the first failing run in plan order is reported."""
+    from types import SimpleNamespace
+
+    from kernellsp.optimize.verify.sanitizer_gate import _sanitizer_plan, sanitize
+    from kernellsp.run import harness
+    from kernellsp.source import spec
+    from kernellsp.source.model import parse_source
+
+    text = SOFTMAX + "\n// __syncthreads();\n"
+    model = parse_source(text, "k.cu")
+    bound = spec.entry_spec(model, "softmax_row")
+    assert bound is not None
+    plan = harness.plan_harness(model, bound.spec, "softmax_row")
+    planned = _sanitizer_plan(plan, VerifyOptions(), text, 1024)
+    smallest = planned[0][0]
+    lock = threading.Lock()
+    running, peak, started = [0], [0], []
+    failing: set[tuple[str, int]] = set()
+
+    def harness_run(
+        exe: str, mode: str, shape: int, seed: int, wrapper: list[str], gpu: object, **_: object
+    ) -> tuple[object, object, str]:
+        assert gpu == "shared"
+        tool = wrapper[wrapper.index("--tool") + 1]
+        with lock:
+            started.append((tool, shape))
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.2)
+        with lock:
+            running[0] -= 1
+        errors = 1 if (tool, shape) in failing else 0
+        out = SimpleNamespace(ok=True, error=None)
+        return (
+            SimpleNamespace(
+                returncode=86 if errors else 0, output=f"========= ERROR SUMMARY: {errors} errors"
+            ),
+            out,
+            "",
+        )
+
+    session = SimpleNamespace(
+        runner=SimpleNamespace(which=lambda _n: "/cs"),
+        cand_static_smem=1024,
+        run_seed=7,
+        harness_run=harness_run,
+        run=lambda *_a, **_k: SimpleNamespace(output=""),
+        runs=[],
+    )
+    details: dict = {}
+    assert sanitize(session, "softmax_row", plan, VerifyOptions(), lambda *_: None, text, details) is None  # type: ignore[arg-type]
+    assert peak[0] > 1, "the tools took turns"
+    wanted = [(t, shape) for shape, tools in planned for t in tools]
+    assert [(d["tool"], d["shape"]) for d in details["sanitizer"]] == wanted
+    # Every run of the smallest shape started before any run of a larger one.
+    first_wave = [j for j in wanted if j[1] == smallest]
+    assert set(started[: len(first_wave)]) == set(first_wave)
+
+    # Two failures in the second wave: the first in plan order is the one reported.
+    later = [j for j in wanted if j[1] != smallest]
+    failing = {later[1], later[-1]}
+    started.clear()
+    v = sanitize(session, "softmax_row", plan, VerifyOptions(), lambda *_: None, text, {})  # type: ignore[arg-type]
+    assert v is not None and v.kind == "sanitizer"
+    assert f"{later[1][0]} found errors on shape {later[1][1]}" in v.message
+    # A failure in the first wave stops before the second starts.
+    failing = {first_wave[0]}
+    started.clear()
+    v = sanitize(session, "softmax_row", plan, VerifyOptions(), lambda *_: None, text, {})  # type: ignore[arg-type]
+    assert v is not None and v.kind == "sanitizer" and set(started) == set(first_wave)

@@ -273,6 +273,20 @@ def test_gpu_lock_serialises_concurrent_runs(runner: LocalRunner, workdir: str) 
     assert wall < 1.9
 
 
+def test_shared_gpu_steps_overlap_but_never_beside_an_exclusive_one(
+    runner: LocalRunner, workdir: str
+) -> None:
+    # Two shared steps (a baseline's check, a sanitizer tool) run side by side.
+    wall, results = _concurrent(lambda: runner.run(["sleep", "1"], workdir, 30, gpu_lock="shared"))
+    assert all(getattr(r, "returncode", None) == 0 for r in results), results
+    assert wall < 1.9, f"two shared 1 s runs took turns: {wall:.2f} s"
+    # A step that holds the GPU alone (timing) waits for a shared one, and a shared one for it.
+    modes = iter(["shared", True])
+    wall, results = _concurrent(lambda: runner.run(["sleep", "1"], workdir, 30, gpu_lock=next(modes)))
+    assert all(getattr(r, "returncode", None) == 0 for r in results), results
+    assert wall >= 2.0, f"an exclusive run overlapped a shared one: {wall:.2f} s"
+
+
 @pytest.fixture
 def held_gpu_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Hold the GPU lock the way another kernellsp process would (in a lock folder of this test's own)."""

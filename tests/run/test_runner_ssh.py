@@ -317,6 +317,20 @@ def test_gpu_lock_serialises_remote_runs(runner: SshRunner, workdir: str) -> Non
     assert wall < 1.9
 
 
+def test_shared_remote_steps_overlap_but_never_beside_an_exclusive_one(
+    runner: SshRunner, workdir: str
+) -> None:
+    runner.root()
+    # 2 s runs: an ssh round trip on a loaded CI host can add most of a second to one of them.
+    wall, results = _concurrent(lambda: runner.run(["sleep", "2"], workdir, 30, gpu_lock="shared"))
+    assert all(getattr(r, "returncode", None) == 0 for r in results), results
+    assert wall < 3.8, f"two shared 2 s runs took turns: {wall:.2f} s"
+    modes = iter(["shared", True])
+    wall, results = _concurrent(lambda: runner.run(["sleep", "2"], workdir, 30, gpu_lock=next(modes)))
+    assert all(getattr(r, "returncode", None) == 0 for r in results), results
+    assert wall >= 4.0, f"an exclusive run overlapped a shared one: {wall:.2f} s"
+
+
 def test_gpu_lock_busy_is_reported(runner: SshRunner, workdir: str, sshd_server: sshd.SshServer) -> None:
     lock = f"{gpu_lock_dir()}/kernellsp-gpu.lock"
     # Another job holds the lock for 4 s (flock(1) on the same file, started over its own connection).

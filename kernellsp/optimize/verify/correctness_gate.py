@@ -73,7 +73,7 @@ def oracle_runs(
 
     def run(shape: int, sets: list[str]) -> tuple[harness.HarnessResult | None, str | None]:
         try:
-            res, out, _ = s.harness_run("h_oracle", "check", shape, 0, sets=sets)
+            res, out, _ = s.harness_run("h_oracle", "check", shape, 0, sets=sets, gpu="shared")
         except RunnerError as exc:  # the oracle's own failure is never the candidate's verdict
             return None, f"the oracle failed on shape {shape}: {exc}"
         if out is None or not out.ok:
@@ -223,11 +223,14 @@ def _check_shape(
     """The candidate against the baseline on every input set of one shape; ``base`` reuses a baseline run."""
     bout = base
     if bout is None:
-        bres, bout, _ = s.harness_run("h_base", "check", shape, 0, sets=sets)
+        # The baseline is trusted and its outputs are the reference: its runs share the GPU.
+        bres, bout, _ = s.harness_run("h_base", "check", shape, 0, sets=sets, gpu="shared")
         if bout is None or not bout.ok:
             msg = bout.error if bout is not None else first_line(bres.output)
             raise VerifyError(f"the baseline fails on shape {shape}: {msg}")
-    cres, cout, _ = s.harness_run("h_cand", "check", shape, 0, sets=sets, poison=poison)
+    cres, cout, _ = s.harness_run(
+        "h_cand", "check", shape, 0, sets=sets, poison=poison, gpu=True if opts.exclusive_checks else "shared"
+    )
     where0 = {"shape": shape, "sizes": bout.sizes, "poison": poison}
     if cout is None or not cout.ok:
         return _candidate_run_failure(entry, shape, cres, cout, where0), bout
@@ -422,7 +425,7 @@ def check_error_budget(
             mine = [x for x in suspects if x.shape == shape]
             uniq = list(dict.fromkeys(x.set for x in mine))
             sets = [t for u in uniq for t in (u, u, u, u + "+abs")]
-            bres, bout, _ = s.harness_run("h_base", "check", shape, 0, sets=sets)
+            bres, bout, _ = s.harness_run("h_base", "check", shape, 0, sets=sets, gpu="shared")
             if bout is None or not bout.ok:
                 msg = bout.error if bout is not None else first_line(bres.output)
                 raise VerifyError(f"the baseline fails on shape {shape} (error budget): {msg}")

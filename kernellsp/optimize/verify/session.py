@@ -11,6 +11,7 @@ from typing import Any
 from kernellsp.optimize.verify import oracle
 from kernellsp.optimize.verify.verdict import VerifyOptions
 from kernellsp.run import harness
+from kernellsp.run.gpu_lock import GpuLock
 from kernellsp.run.runner import LocalRunner, Runner
 
 
@@ -32,6 +33,9 @@ class Session:
         self.local = Path(self.wd) if isinstance(runner, LocalRunner) else None
         self.fetch_root: Path | None = None
         self.n = 0
+        # Harness runs of one session may run in threads (the sanitizer's tools side by side): each takes its
+        # output name under this lock.
+        self._n_lock = threading.Lock()
         self.env: dict[str, Any] = {}
         self.run_seed = 0
         #: Seconds per phase (correctness, error budget, sanitizer, timing, launch checks): the gate's cost.
@@ -49,7 +53,7 @@ class Session:
     def close(self) -> None:
         self.runner.cleanup(self.wd)
 
-    def run(self, argv: list[str], gpu: bool = True, timeout: float | None = None) -> Any:
+    def run(self, argv: list[str], gpu: GpuLock = True, timeout: float | None = None) -> Any:
         return self.runner.run(argv, self.wd, timeout or self.opts.timeout_s, self.cancel, gpu_lock=gpu)
 
     def result(self, out: str) -> harness.HarnessResult:
@@ -78,9 +82,13 @@ class Session:
         check_launches: int = 0,
         alloc: str = "guard",
         timeout: float | None = None,
+        gpu: GpuLock = True,
     ) -> tuple[Any, harness.HarnessResult | None, str]:
-        self.n += 1
-        out = f"r{self.n:04d}"
+        """One harness process; ``gpu`` how it holds the GPU (``True``: alone, ``"shared"``: beside other shared
+        runs; see :data:`kernellsp.run.gpu_lock.GpuLock`)."""
+        with self._n_lock:
+            self.n += 1
+            out = f"r{self.n:04d}"
         argv = harness.harness_argv(
             f"./{self.exe_paths.get(exe, exe)}",
             mode,  # type: ignore[arg-type]
@@ -97,13 +105,14 @@ class Session:
             alloc=alloc,  # type: ignore[arg-type]
         )
         t0 = time.monotonic()
-        res = self.run([*(wrapper or []), *argv], timeout=timeout)
+        res = self.run([*(wrapper or []), *argv], gpu=gpu, timeout=timeout)
         record: dict[str, Any] = {
             "exe": exe,
             "mode": mode,
             "shape": shape,
             "sets": len(sets or []) or 1,
             "tool": Path(wrapper[0]).name if wrapper else None,
+            "gpu": "shared" if gpu == "shared" else "alone",
             "wall_s": round(time.monotonic() - t0, 3),
             "process_s": round(float(getattr(res, "seconds", 0.0) or 0.0), 3),
         }

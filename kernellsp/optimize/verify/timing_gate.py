@@ -223,7 +223,7 @@ def _check_timed_launches(
     if not snaps:
         return None
     sets = [harness.input_set(run.seed, launch=sn.launch) for run, sn in snaps]
-    bres, bout, _ = s.harness_run("h_base", "check", 0, 0, sets=sets)
+    bres, bout, _ = s.harness_run("h_base", "check", 0, 0, sets=sets, gpu="shared")
     if bout is None or not bout.ok:
         msg = bout.error if bout is not None else first_line(bres.output)
         raise VerifyError(f"the baseline fails on the inputs of the timed launches: {msg}")

@@ -50,6 +50,14 @@ class VerifyOptions:
     #: Sanitize every distinct shape (the final verification); False: the smallest only (cheap rounds).
     sanitize_all_shapes: bool = True
     sanitizer_timeout_s: float = 300.0
+    #: compute-sanitizer runs side by side on the GPU (each holds it in shared mode; the tools' findings do
+    #: not depend on the GPU being quiet, unlike timing).
+    sanitizer_parallel: int = 4
+    #: The candidate's correctness runs hold the GPU alone (True, the final verification): nothing else's
+    #: kernels run between the harness's shared-memory poison and the candidate's launch, so a read of
+    #: shared memory the candidate never wrote sees the poison and nothing else. False (the loop's rounds,
+    #: which only select a champion): they run beside the other candidates' and baselines' checks.
+    exclusive_checks: bool = True
     #: racecheck and synccheck instrument every shared-memory access, so on a heavy main shape (a 4096^3
     #: GEMM) they run for many minutes. Past this many seconds on a shape larger than one where the same
     #: tool already passed, the run is stopped and recorded as bounded (memcheck and the guard pages
