@@ -93,11 +93,18 @@ def _time_reference(kind: str, text: str, path: Path, entry: str) -> dict[str, A
     sizes = bound.spec.resolved_sizes(bound.spec.all_shapes()[0])
     if kind == "cublas":
         torch.backends.cuda.matmul.allow_tf32 = False
+        # 16-bit inputs: cuBLAS in that type with fp32 accumulation (no reduced-precision reductions), as the
+        # kernel computes; fp32 inputs: fp32 without TF32.
+        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+        dtypes = [a.dtype for a in bound.spec.args.values() if a.dir == "in" and a.dtype in ("f16", "bf16")]
+        dtype = dtypes[0] if dtypes else "f32"
+        tdt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[dtype]
         m, n, k = (int(sizes[x]) for x in ("M", "N", "K"))
-        a = torch.randn(m, k, device="cuda")
-        b = torch.randn(k, n, device="cuda")
+        a = torch.randn(m, k, device="cuda").to(tdt)
+        b = torch.randn(k, n, device="cuda").to(tdt)
         run = lambda: torch.matmul(a, b)  # noqa: E731
-        amount = {"flops": 2 * m * n * k}
+        amount = {"flops": 2 * m * n * k, "dtype": dtype}
     else:
         nbytes = footprint_bytes(bound) or 0
         if kind == "read":
@@ -308,7 +315,7 @@ def render(rows: list[dict], env: dict, args: argparse.Namespace) -> str:
         "that final verdict decides. Times are CUDA-event medians of kernellsp's harness (L2 flushed, fresh inputs), "
         "not ncu durations. The reference of each row was timed in the same run on the same GPU (torch): `copy` = a "
         "device-to-device copy of the bytes the kernel must move (inputs read once, outputs written once), `read` = "
-        "a read-only streaming reduction over its input bytes, `cublas` = torch.matmul fp32 with TF32 off. "
+        "a read-only streaming reduction over its input bytes, `cublas` = torch.matmul fp32 with TF32 off (f16/bf16 inputs: torch.matmul in that type, fp32 accumulation). "
         "% of reference = reference time / best verified time (the baseline's when nothing was verified).",
         "",
         "| file | entry | sizes | baseline (ms) | best verified (ms) | speedup [95% CI] | reference (ms) | % of reference "

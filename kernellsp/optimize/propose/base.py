@@ -67,6 +67,28 @@ class Proposer(Protocol):
         ...
 
 
+def add_includes(text: str, includes: list[str]) -> str:
+    """``text`` with ``#include`` lines for ``includes`` (``"<mma.h>"``) it lacks, right after the file's last
+    top-of-file ``#include`` (or at the top when it has none): where the scope gate lets a rewrite add
+    allow-listed toolkit headers."""
+    lines = text.splitlines(keepends=True)
+    have = {ln.split("#include", 1)[1].strip() for ln in lines if ln.lstrip().startswith("#include")}
+    missing = [h for h in includes if h not in have]
+    if not missing:
+        return text
+    at = 0
+    for i, ln in enumerate(lines):
+        s = ln.strip()
+        if s.startswith("#include"):
+            at = i + 1
+        elif s and not s.startswith(("//", "#", "/*", "*")):
+            break  # code: includes past this point are not the file's top includes
+    new = "".join(f"#include {h}\n" for h in missing)
+    if at > 0 and not lines[at - 1].endswith("\n"):
+        new = "\n" + new
+    return "".join(lines[:at]) + new + "".join(lines[at:])
+
+
 def splice_kernel(
     text: str,
     entry: str,

@@ -43,6 +43,7 @@ from kernellsp.optimize.propose.recipes._gemm_model import (
     P,
     _expr,
     _pads,
+    emit_tile_start,
     launch_bounds,
 )
 
@@ -109,26 +110,7 @@ def gemm_body(b: GemmBinding, t: GemmTile, tile_loop: bool = False) -> str:
     w(f"const int {P}wm0 = ({P}warp / ({P}BN / {P}WN)) * {P}WM;")
     w(f"const int {P}wn0 = ({P}warp % ({P}BN / {P}WN)) * {P}WN;")
     w(f"const int {P}tm = ({P}lane / {P}LANES_N) * 4, {P}tn = ({P}lane % {P}LANES_N) * 4;")
-    # One linear tile index over (batch, block row, block column), whatever the grid: a launch with one
-    # block per tile maps 1:1, a smaller (host-given) grid loops, surplus blocks exit at once.
-    w(f"const int {P}npm = ({P}M + {P}BM - 1) / {P}BM, {P}npn = ({P}N + {P}BN - 1) / {P}BN;")
-    w(f"const int {P}per_item = {P}npm * {P}npn;")
-    nb = f" * (int){_expr(b.batch)}" if b.batch is not None else ""
-    w(f"const int {P}ntotal = {P}per_item{nb};")
-    if tile_loop:
-        w.open(f"for (int {P}tile = blockIdx.x; {P}tile < {P}ntotal; {P}tile += gridDim.x)")
-    else:
-        w(f"const int {P}tile = blockIdx.x;")
-        w.open(f"if ({P}tile < {P}ntotal)")
-    w("// Grouped rasterisation: consecutive tiles walk GROUP block rows before moving right (L2 reuse).")
-    w(f"const int {P}pid = {P}tile % {P}per_item;")
-    if b.batch is not None:
-        w(f"const long long {P}z = {P}tile / {P}per_item;")
-    w(f"const int {P}in_group = {t.group} * {P}npn;")
-    w(f"const int {P}first_m = ({P}pid / {P}in_group) * {t.group};")
-    w(f"const int {P}group_m = min({P}npm - {P}first_m, {t.group});")
-    w(f"const int {P}m0 = ({P}first_m + ({P}pid % {P}in_group) % {P}group_m) * {P}BM;")
-    w(f"const int {P}n0 = (({P}pid % {P}in_group) / {P}group_m) * {P}BN;")
+    emit_tile_start(w, b.batch, t.group, tile_loop)
     zb = f"{P}z * " if b.batch is not None else None
     # Operand base pointers at this block's tile (64-bit offsets: M*K may exceed 2^31).
     a_t, b_t, c_t = (_tag(op, b) for op in (b.a, b.b, b.c))

@@ -167,3 +167,30 @@ class _W:
 
     def text(self) -> str:
         return "\n".join(self.lines)
+
+
+def emit_tile_start(w: _W, batch: str | None, group: int, tile_loop: bool) -> None:
+    """Open the block's loop (or guard) over output tiles and set ``m0``/``n0`` (and the batch item ``z``).
+
+    One linear tile index over (batch, block row, block column), whatever the grid: a launch with one block
+    per tile maps 1:1, a smaller (host-given) grid loops (``tile_loop``), surplus blocks exit at once. Tiles
+    are rasterised in groups of ``group`` block rows so that consecutive blocks share A rows and B columns
+    in L2. Needs ``M``, ``N``, ``BM``, ``BN`` (prefixed) declared; the caller closes the block."""
+    w(f"const int {P}npm = ({P}M + {P}BM - 1) / {P}BM, {P}npn = ({P}N + {P}BN - 1) / {P}BN;")
+    w(f"const int {P}per_item = {P}npm * {P}npn;")
+    nb = f" * (int){_expr(batch)}" if batch is not None else ""
+    w(f"const int {P}ntotal = {P}per_item{nb};")
+    if tile_loop:
+        w.open(f"for (int {P}tile = blockIdx.x; {P}tile < {P}ntotal; {P}tile += gridDim.x)")
+    else:
+        w(f"const int {P}tile = blockIdx.x;")
+        w.open(f"if ({P}tile < {P}ntotal)")
+    w("// Grouped rasterisation: consecutive tiles walk GROUP block rows before moving right (L2 reuse).")
+    w(f"const int {P}pid = {P}tile % {P}per_item;")
+    if batch is not None:
+        w(f"const long long {P}z = {P}tile / {P}per_item;")
+    w(f"const int {P}in_group = {group} * {P}npn;")
+    w(f"const int {P}first_m = ({P}pid / {P}in_group) * {group};")
+    w(f"const int {P}group_m = min({P}npm - {P}first_m, {group});")
+    w(f"const int {P}m0 = ({P}first_m + ({P}pid % {P}in_group) % {P}group_m) * {P}BM;")
+    w(f"const int {P}n0 = (({P}pid % {P}in_group) / {P}group_m) * {P}BN;")

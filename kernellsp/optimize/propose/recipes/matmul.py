@@ -83,22 +83,26 @@ def match(ctx: RecipeContext) -> Match | Decline:
     got = classify(ctx, p)
     if isinstance(got, str):
         return Decline(got)
-    g = got
-    b = g.binding
-    binding = {
+    return Match(describe(got.binding, got.host_block), got)
+
+
+def describe(b: cg.GemmBinding, host_block: int | None, **extra: str) -> dict[str, str]:
+    """The binding as ``--explain`` shows it (``extra`` lines after the sizes)."""
+    out = {
         "A": f"{b.a.name} ({b.a.layout}-major, leading dimension {b.a.ld})",
         "B": f"{b.b.name} ({b.b.layout}-major, leading dimension {b.b.ld})",
         "C": f"{b.c.name} ({b.c.layout}-major, leading dimension {b.c.ld})",
         "M x N x K": f"{b.m} x {b.n} x {b.k}",
+        **extra,
         "output": b.c.name + "[i,j] = " + b.epilogue.format(acc="acc", c=f"{b.c.name}[i,j]", i="i", j="j"),
         "accumulator starts at": b.init.format(i="i", j="j"),
-        "launch": f"kept (host block of {g.host_block} threads)"
-        if g.host_block
+        "launch": f"kept (host block of {host_block} threads)"
+        if host_block
         else "spec launch field (1-D grid)",
     }
     if b.batch is not None:
-        binding["batch"] = b.batch
-    return Match(binding, g)
+        out["batch"] = b.batch
+    return out
 
 
 def classify(ctx: RecipeContext, p: Product) -> Gemm | str:
@@ -111,10 +115,26 @@ def classify(ctx: RecipeContext, p: Product) -> Gemm | str:
     for t in (f0, f1, st):
         ct = ctx.ctype(t.access.base)
         if ct != "float":
-            kind = "f16/bf16 (the tensor-core path is not implemented)" if "half" in ct or "16" in ct else ct
+            kind = "f16/bf16 (the matmul-tensorcore recipe's)" if "half" in ct or "16" in ct else ct
             return f"{t.access.base} holds {kind}: the tiled recipe covers fp32 operands and output"
+    why = p.conversion_decline("tiled")
+    if why:
+        return why
     if p.acc_ctype != "float":
         return f"the accumulator {p.acc} is {p.acc_ctype}: the tiled recipe accumulates in fp32 like the naive loop"
+    binding = bind(ctx, p, ci, cj, cb)
+    if isinstance(binding, str):
+        return binding
+    return _with_launch(ctx, Gemm(binding, None, None, None), ci, cj, cb)
+
+
+def bind(
+    ctx: RecipeContext, p: Product, ci: ms.Coord, cj: ms.Coord, cb: ms.Coord | None
+) -> cg.GemmBinding | str:
+    """The generators' binding of product ``p`` with row, column and batch coordinates ``ci``, ``cj``, ``cb``:
+    operand layouts from the index expressions, the output expression and initial value over ``{i}``/``{j}``
+    (shared with the tensor-core recipe)."""
+    f0, f1, st = p.factors[0], p.factors[1], p.store
     names = {c.name for c in p.coords} | {p.k}
     a_op = _operand(f0, ci.name, p.k, names, cb)
     b_op = _operand(f1, p.k, cj.name, names, cb)
@@ -123,20 +143,17 @@ def classify(ctx: RecipeContext, p: Product) -> Gemm | str:
         if isinstance(op, str):
             return f"{what} ({(f0, f1, st)['ABC'.index(what)].access.base}): {op}"
     assert not isinstance(a_op, str) and not isinstance(b_op, str) and not isinstance(c_op, str)
-    ren = {ci.name: "{i}", cj.name: "{j}"}
-    for text, t in p.extras:
+    for _text, t in p.extras:
         if cb is not None and cb.name in t.index.symbols():
             return f"the output expression reads {t.access.base} per batch item"
-        del text
     epilogue, init = p.epilogue, p.init
-    for old, new in ren.items():
+    for old, new in ((ci.name, "{i}"), (cj.name, "{j}")):
         epilogue = epilogue.replace("{" + old + "}", new)
         init = init.replace("{" + old + "}", new)
-    params = {q.name for q in ctx.ir.params}
-    clash = sorted(n for n in params if n.startswith(cg.P))
+    clash = sorted(q.name for q in ctx.ir.params if q.name.startswith(cg.P))
     if clash:
         return f"parameter {clash[0]} starts with the generator's prefix {cg.P}"
-    binding = cg.GemmBinding(
+    return cg.GemmBinding(
         entry=ctx.kernel.name,
         signature=signature_text(ctx),
         m=ci.extent.c_text(),
@@ -149,7 +166,21 @@ def classify(ctx: RecipeContext, p: Product) -> Gemm | str:
         init=init,
         batch=cb.extent.c_text() if cb else None,
     )
-    return _with_launch(ctx, Gemm(binding, None, None, None), ci, cj, cb)
+
+
+def spec_extents(
+    ctx: RecipeContext, ci: ms.Coord, cj: ms.Coord, cb: ms.Coord | None
+) -> tuple[str, str, str | None] | str:
+    """M, N and the batch count as spec expressions (for the spec's launch field), or why one is missing."""
+    m_spec, n_spec = spec_expr(ctx, ci.extent), spec_expr(ctx, cj.extent)
+    batch_spec = spec_expr(ctx, cb.extent) if cb else None
+    for what, spec_text, coord in (("M", m_spec, ci), ("N", n_spec, cj), ("batch", batch_spec, cb)):
+        if coord is not None and spec_text is None:
+            return (
+                f"the extent {coord.extent} ({what}) is not given by the spec (scalar arguments with a value)"
+            )
+    assert m_spec is not None and n_spec is not None
+    return m_spec, n_spec, batch_spec
 
 
 def _roles(p: Product) -> tuple[ms.Coord, ms.Coord, ms.Coord | None] | str:
@@ -195,18 +226,10 @@ def _with_launch(ctx: RecipeContext, g: Gemm, ci: ms.Coord, cj: ms.Coord, cb: ms
             )
         g.host_block = dims[0]
         return g
-    g.m_spec, g.n_spec = spec_expr(ctx, ci.extent), spec_expr(ctx, cj.extent)
-    g.batch_spec = spec_expr(ctx, cb.extent) if cb else None
-    checks: list[tuple[str, str | None, ms.Coord | None]] = [
-        ("M", g.m_spec, ci),
-        ("N", g.n_spec, cj),
-        ("batch", g.batch_spec, cb),
-    ]
-    for what, spec_text, coord in checks:
-        if coord is not None and spec_text is None:
-            return (
-                f"the extent {coord.extent} ({what}) is not given by the spec (scalar arguments with a value)"
-            )
+    extents = spec_extents(ctx, ci, cj, cb)
+    if isinstance(extents, str):
+        return extents
+    g.m_spec, g.n_spec, g.batch_spec = extents
     return g
 
 

@@ -85,6 +85,9 @@ def classify(ctx: RecipeContext, p: Product) -> Gemv | str:
         ct = ctx.ctype(t.access.base)
         if ct != "float":
             return f"{t.access.base} holds {ct}: the matvec recipe covers fp32 operands and output"
+    why = p.conversion_decline("matvec")
+    if why:
+        return why
     if p.acc_ctype != "float":
         return f"the accumulator {p.acc} is {p.acc_ctype}: the matvec recipe accumulates in fp32"
     names = {c.name for c in p.coords} | {p.k}

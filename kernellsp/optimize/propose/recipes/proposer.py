@@ -16,7 +16,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kernellsp.optimize.propose.base import Candidate, ProposalContext, ProposerError, splice_kernel
+from kernellsp.optimize.propose.base import (
+    Candidate,
+    ProposalContext,
+    ProposerError,
+    add_includes,
+    splice_kernel,
+)
 from kernellsp.optimize.propose.recipes import Recipe, RecipeError, recipes
 from kernellsp.optimize.propose.recipes.base import Match, RecipeContext, contexts_for
 from kernellsp.source import exprs
@@ -142,6 +148,7 @@ class RecipeProposer:
                 rw.host_config,
                 rctx.entry if rctx.host_launched else None,
             )
+            text = add_includes(text, rw.includes)
         except (RecipeError, ProposerError, exprs.ExprError, ValueError):
             return None
         if text == ctx.text:

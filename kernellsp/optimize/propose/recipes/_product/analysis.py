@@ -32,9 +32,10 @@ def analyse(ctx: RecipeContext) -> Product | str:
     if isinstance(loops, str):
         return loops
     loop, k, kbound, outer, batch_loop = loops
-    factors = _factors(ir, accum)
-    if isinstance(factors, str):
-        return factors
+    got_factors = _factors(ir, accum)
+    if isinstance(got_factors, str):
+        return got_factors
+    factors, converts = got_factors
     stored = _the_store(ir, loop, outer, factors)
     if isinstance(stored, str):
         return stored
@@ -43,7 +44,16 @@ def analyse(ctx: RecipeContext) -> Product | str:
     allowed = {f.node.id for f in factors}
     regions = [rhs] + ([lv.value_node] if lv.value_node is not None else [])
     macros = _function_macros(ctx.model.text)
-    why = _outside_product_decline(ir, allowed, regions, macros, accum.var, k, batch_loop)
+    # The factors' conversions (`__half2float(A[..])`) are part of the product, not calls outside it.
+    conv_calls: set[int] = set()
+    value = accum.value_node
+    if any(converts) and value is not None:
+        value = _strip_parens(ir, value)
+        for side in ("left", "right"):
+            n = value.child_by_field_name(side)
+            if n is not None and _strip_parens(ir, n).type == "call_expression":
+                conv_calls.add(_strip_parens(ir, n).id)
+    why = _outside_product_decline(ir, allowed, regions, macros, accum.var, k, batch_loop, conv_calls)
     if why:
         return why
     # Indices with / and % as atoms, guards re-read with them.
@@ -72,6 +82,7 @@ def analyse(ctx: RecipeContext) -> Product | str:
         epilogue=epilogue,
         init=init_text,
         extras=extras,
+        converts=converts,
     )
 
 
@@ -137,8 +148,9 @@ def _reduction_loops(
     return loop, k, kbound, outer, batch_loop
 
 
-def _factors(ir: KernelIR, accum: Accumulation) -> list[Access] | str:
-    """The factors of `acc += X * Y`: two plain reads of pointer parameters, in the order written."""
+def _factors(ir: KernelIR, accum: Accumulation) -> tuple[list[Access], tuple[str | None, str | None]] | str:
+    """The factors of `acc += X * Y`: two reads of pointer parameters, in the order written, each plain or
+    converted to float (:data:`CONVERSIONS`), with the conversion of each (None: a plain read)."""
     value = accum.value_node
     if value is None:
         return f"the value added to {accum.var} could not be read"
@@ -155,14 +167,44 @@ def _factors(ir: KernelIR, accum: Accumulation) -> list[Access] | str:
         return f"the value added to {accum.var} (`{ir.text(value)}`) is not a product of two array reads"
     loads_by_node = {a.node.id: a for a in ir.loads()}
     factors: list[Access] = []
+    converts: list[str | None] = []
     for side in ("left", "right"):
         n = value.child_by_field_name(side)
         n = _strip_parens(ir, n) if n is not None else None
+        conv = _conversion(ir, n) if n is not None else None
+        if conv is not None:
+            converts.append(conv[0])
+            n = conv[1]
+        else:
+            converts.append(None)
         got = loads_by_node.get(n.id) if n is not None else None
         if got is None:
             return _factor_decline(ir, n)
         factors.append(got)
-    return factors
+    return factors, (converts[0], converts[1])
+
+
+#: Conversions of one 16-bit float load to fp32 a factor may be wrapped in (mixed-precision products).
+CONVERSIONS = frozenset({"__half2float", "__bfloat162float", "__low2float", "float", "static_cast<float>"})
+
+
+def _conversion(ir: KernelIR, n: Any) -> tuple[str, Any] | None:
+    """``(conversion, inner node)`` when ``n`` converts one value to float (``__half2float(x)``,
+    ``(float)x``, ``static_cast<float>(x)``, ``float(x)``); None otherwise."""
+    if n.type == "cast_expression":
+        ty = n.child_by_field_name("type")
+        inner = n.child_by_field_name("value")
+        if ty is not None and inner is not None and ir.text(ty).strip() == "float":
+            return "(float)", _strip_parens(ir, inner)
+        return None
+    if n.type != "call_expression":
+        return None
+    fn = ir.text(n.child_by_field_name("function")).replace(" ", "")
+    args = n.child_by_field_name("arguments")
+    named = [c for c in args.named_children if c.type != "comment"] if args is not None else []
+    if fn in CONVERSIONS and len(named) == 1:
+        return fn, _strip_parens(ir, named[0])
+    return None
 
 
 def _factor_decline(ir: KernelIR, n: Any) -> str:
@@ -212,6 +254,7 @@ def _outside_product_decline(
     acc: str,
     k: str,
     batch_loop: Loop | None,
+    conv_calls: set[int] | None = None,
 ) -> str | None:
     """A read or call outside the product and its output expression, or a reassigned local."""
     for a in ir.loads():
@@ -220,7 +263,11 @@ def _outside_product_decline(
         if not any(_inside(a.node, r) for r in regions):
             return f"the kernel reads {a.base}[{a.index_text}] outside the product and its output expression"
     for n in walk(ir.body):
-        if n.type == "call_expression" and not any(_inside(n, r) for r in regions):
+        if (
+            n.type == "call_expression"
+            and n.id not in (conv_calls or ())
+            and not any(_inside(n, r) for r in regions)
+        ):
             fname = ir.text(n.child_by_field_name("function"))
             if fname in macros and _in_subscript_index(n):
                 continue  # an index macro (IDX2(r, c, ld)): expanded below

@@ -69,6 +69,18 @@ class Product:
     init: str
     #: Reads inside the epilogue/init other than the output's own old value: (placeholder text, term).
     extras: list[tuple[str, Term]] = field(default_factory=list)
+    #: How each factor is converted before the product (``__half2float``, ``(float)``...); None: a plain read.
+    converts: tuple[str | None, str | None] = (None, None)
+
+    def conversion_decline(self, recipe: str) -> str | None:
+        """Why ``recipe``, which takes plain fp32 loads, declines converted factors (None when both are plain)."""
+        for f, conv in zip(self.factors, self.converts, strict=True):
+            if conv is not None:
+                return (
+                    f"the factor `{conv}({f.access.base}[..])` converts its load: the {recipe} recipe takes plain "
+                    "fp32 loads `x[..] * y[..]`"
+                )
+        return None
 
     def coord(self, name: str) -> ms.Coord:
         return next(c for c in self.coords if c.name == name)
