@@ -23,7 +23,8 @@ _LOCK_BUSY = 75  # flock -E: the GPU lock was not free in time
 
 
 # --------------------------------------------------------------------------------------------------
-# The GPU lock: one job at a time per GPU, whoever starts it
+# The GPU lock: one job at a time per GPU, whoever starts it (steps that may share the GPU take it in
+# shared mode, :data:`GpuLock`; they still never run beside a step that holds it alone)
 #
 # Every kernellsp on the GPU host takes the same lock file, ``/tmp/kernellsp-gpu.lock``
 # (``$KERNELLSP_GPU_LOCK_DIR`` moves it): a local job, a job that came over ssh, another user's, an

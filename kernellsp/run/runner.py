@@ -8,8 +8,8 @@
 Both give the program under test a fresh scratch directory and an environment stripped of
 secrets (no API keys or tokens), run every command in the sandbox of :mod:`kernellsp.run.sandbox`
 (bubblewrap: no network, writes only in the scratch directory, no home, resource limits; a named
-violation raises ``RunnerError("sandbox_violation")``; ``KERNELLSP_SANDBOX=auto|require|off``), run
-one job at a time per GPU, kill
+violation raises ``RunnerError("sandbox_violation")``; ``KERNELLSP_SANDBOX=auto|require|off``),
+take the GPU lock alone (timing, ncu) or shared (see :data:`kernellsp.run.gpu_lock.GpuLock`), kill
 whole process groups on timeout or cancel, and turn the usual failures into :class:`RunnerError`
 messages that name the fix: unreachable host, no nvcc or ncu there, no GPU, counters not
 permitted (ERR_NVGPUCTRPERM), timeouts, crashing or hanging kernels.
