@@ -101,10 +101,19 @@ def _time_reference(kind: str, text: str, path: Path, entry: str) -> dict[str, A
         dtype = dtypes[0] if dtypes else "f32"
         tdt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[dtype]
         m, n, k = (int(sizes[x]) for x in ("M", "N", "K"))
-        a = torch.randn(m, k, device="cuda").to(tdt)
-        b = torch.randn(k, n, device="cuda").to(tdt)
+        # A batched product (a size named BATCH, BATCHES or BATCH_SIZE): torch.matmul over the batch (bmm).
+        batch = next(
+            (int(v) for key, v in sizes.items() if key.upper() in ("BATCH", "BATCHES", "BATCH_SIZE")), 0
+        )
+        lead = (batch,) if batch else ()
+        a = torch.randn(*lead, m, k, device="cuda").to(tdt)
+        b = torch.randn(*lead, k, n, device="cuda").to(tdt)
         run = lambda: torch.matmul(a, b)  # noqa: E731
-        amount = {"flops": 2 * m * n * k, "dtype": dtype}
+        amount = {
+            "flops": 2 * m * n * k * max(batch, 1),
+            "dtype": dtype,
+            **({"batch": batch} if batch else {}),
+        }
     else:
         nbytes = footprint_bytes(bound) or 0
         if kind == "read":

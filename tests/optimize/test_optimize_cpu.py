@@ -890,3 +890,16 @@ def test_a_refused_last_champion_falls_back_to_the_one_before(
     assert len(finals) == 2 and finals[0] != finals[1] and finals[1] != SOFTMAX
     assert result.accepted and result.champion_text == finals[1] and len(result.winners) == 1
     assert {"final_verify", "final_verify_previous", "round1_verify", "round2_verify"} <= set(result.phases)
+
+
+def test_rounds_share_the_gpu_and_sample_fewer_launches_the_final_keeps_every_gate() -> None:
+    """A round only selects: one seed, no sanitizer, correctness runs beside the other candidates' and one
+    checked launch per timing process. The final verification runs with the caller's options untouched."""
+    from kernellsp.optimize.loop import _round_verify_options
+
+    full = VerifyOptions()
+    opts = OptimizeOptions(verify=full)
+    r = _round_verify_options(opts)
+    assert (r.seeds, r.sanitize, r.exclusive_checks, r.check_launches) == (1, False, False, 1)
+    assert full.exclusive_checks and full.check_launches == 2 and full.sanitize and full.sanitize_all_shapes
+    assert _round_verify_options(OptimizeOptions(verify=VerifyOptions(check_launches=0))).check_launches == 0
