@@ -122,3 +122,61 @@ def test_every_candidate_passes_the_scope_gate_and_compiles_without_spills(case:
         assert res.ok, f"{name} {p}: {[str(x) for x in res.messages if x.severity == 'error'][:3]}"
         (k,) = [x for x in res.resources if nvcc.match_kernel(x.mangled, entry)]
         assert k.spill_stores == 0 and k.registers * 256 <= 65536, (p, k)
+
+
+HOST_LAUNCHED = """#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+__global__ void hgemm_1d(const __half* A, const __half* B, float* C, int M, int N, int K)
+{
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx < M * N) {
+        int row = idx / N, col = idx % N;
+        float sum = 0.0f;
+        for (int k = 0; k < K; k++) sum += (float)A[row * K + k] * (float)B[k * N + col];
+        C[row * N + col] = sum;
+    }
+}
+
+/* kernellsp
+sizes = { M = 512, N = 512, K = 512 }
+tolerance = { rtol = 1e-3, atol = 1e-3 }
+[args]
+A = { dtype = "f16", dir = "in", count = "M * K" }
+B = { dtype = "f16", dir = "in", count = "K * N" }
+C = { dtype = "f32", dir = "out", count = "M * N" }
+M = { value = "M" }
+N = { value = "N" }
+K = { value = "K" }
+*/
+extern "C" void solve(const __half* A, const __half* B, float* C, int M, int N, int K)
+{
+    int threads = THREADS;
+    hgemm_1d<<<(M * N + threads - 1) / threads, threads>>>(A, B, C, M, N, K);
+}
+"""
+
+
+def test_host_launcher_with_256_thread_blocks_keeps_its_launch_and_loops_over_tiles(tmp_path: Path) -> None:
+    text = HOST_LAUNCHED.replace("THREADS", "256")
+    m = _match(text, "solve")
+    assert isinstance(m, Match), m
+    assert m.data.host_block == 256 and m.binding["launch"] == "kept (host block of 256 threads)"
+    r = recipe("matmul-tensorcore")
+    assert r is not None
+    ctx = contexts_for(parse_source(text, "k.cu"), "solve")[0]
+    rw = r.generate(ctx, m, {"tile": "128x128x32/w64x32"})
+    assert (
+        rw.launch is None
+        and "for (int kl_tile = blockIdx.x; kl_tile < kl_ntotal; kl_tile += gridDim.x)" in rw.code
+    )
+    cand = add_includes(splice_kernel(text, rw.kernel, rw.code), rw.includes)
+    model = parse_source(text, "k.cu")
+    assert check_scope(text, cand, edit_targets(model, "solve"), entry="solve").ok
+    if NVCC:
+        path = tmp_path / "k.cu"
+        res = nvcc.build(path, cand, parse_source(cand, str(path)), use_cache=False)
+        assert res.ok, [str(x) for x in res.messages if x.severity == "error"][:3]
+    # Another block size: the tensor-core kernels need 256 threads, and this recipe keeps the host's launch.
+    got = _match(HOST_LAUNCHED.replace("THREADS", "128"), "solve")
+    assert not isinstance(got, Match) and "256 threads" in got.reason  # type: ignore[attr-defined]
