@@ -587,3 +587,27 @@ def test_sanitizer_tools_run_side_by_side_in_shared_mode_and_report_in_plan_orde
     started.clear()
     v = sanitize(session, "softmax_row", plan, VerifyOptions(), lambda *_: None, text, {})  # type: ignore[arg-type]
     assert v is not None and v.kind == "sanitizer" and set(started) == set(first_wave)
+
+
+def test_background_work_of_a_verification_finishes_before_its_scratch_directory_goes(tmp_path: Path) -> None:
+    """The oracle compiles in the background from the start of a verification; timing waits for it (settle)
+    and so does the end of the verification, so nothing writes into a removed scratch directory."""
+    from kernellsp.optimize.verify.session import Session
+    from kernellsp.run.runner import LocalRunner
+
+    s = Session(LocalRunner(scratch_root=tmp_path), VerifyOptions(), None)
+    wd = Path(s.wd)
+    done: list[bool] = []
+
+    def slow_write() -> str:
+        time.sleep(0.3)
+        (wd / "oracle").mkdir()
+        done.append(True)
+        return "built"
+
+    fut = s.background(slow_write)
+    s.settle()
+    assert done and fut.result() == "built"
+    fut = s.background(lambda: time.sleep(0.3) or "again")
+    s.close()
+    assert fut.done() and fut.result() == "again" and not wd.exists()

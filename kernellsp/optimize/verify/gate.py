@@ -267,6 +267,7 @@ def _verify_in(
                 return v
     if not opts.time_candidate:
         return Verdict("accepted", True, "correct (timing skipped)", entry, details=details)
+    s.settle()
     return time_candidate(s, entry, bspec, bplan, opts, say, details)
 
 

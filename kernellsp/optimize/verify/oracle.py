@@ -418,8 +418,9 @@ def judge(
 
 
 class OracleRuns:
-    """The oracle binary of one verification: ``build`` runs at most once (on the first mismatch that asks)
-    and ``run(shape, sets)`` gives its check-mode result (None when it failed); results are cached."""
+    """The oracle binary of one verification: ``build`` is asked at most once (on the first mismatch that asks;
+    it may wait for a compile already under way) and ``run(shape, sets)`` gives its check-mode result (None
+    when it failed); results are cached."""
 
     def __init__(
         self,

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kernellsp.optimize.verify import oracle
 from kernellsp.optimize.verify.verdict import VerifyOptions
 from kernellsp.run import harness
 from kernellsp.run.gpu_lock import GpuLock
 from kernellsp.run.runner import LocalRunner, Runner
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -49,8 +53,24 @@ class Session:
         #: Every harness process of this verification and where its seconds went (evidence of the gate's cost:
         #: wall with the GPU-lock wait, the process alone, and the harness's own host steps).
         self.runs: list[dict[str, Any]] = []
+        self._pool: ThreadPoolExecutor | None = None
+
+    def background(self, fn: Callable[[], T]) -> Future[T]:
+        """Run ``fn`` in a thread now; :meth:`close` waits for it before the scratch directory goes."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kernellsp-verify")
+        return self._pool.submit(fn)
+
+    def settle(self) -> None:
+        """Wait for background work (before timing: a compile beside timed launches would disturb them)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     def close(self) -> None:
+        if self._pool is not None:
+            # Background work (the oracle's compile) writes into the scratch directory: finish it first.
+            self._pool.shutdown(wait=True)
         self.runner.cleanup(self.wd)
 
     def run(self, argv: list[str], gpu: GpuLock = True, timeout: float | None = None) -> Any:
