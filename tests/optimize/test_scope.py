@@ -1117,3 +1117,33 @@ def test_an_added_header_keeps_the_rest_compared() -> None:
     assert scope(cand).ok
     r = scope(edit("scale<<<(n + 255) / 256, 256>>>", "scale<<<1, 1>>>", cand))
     assert not r.ok and OUTSIDE in r.reason
+
+
+def test_add_includes_puts_headers_where_the_scope_gate_lets_a_rewrite_add_them() -> None:
+    """A recipe's allow-listed header goes right after the file's top includes (or on top when it has none),
+    once, and the result passes the scope gate; a header the file has is not added again."""
+    from kernellsp.optimize.propose.base import add_includes
+
+    body = "__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n"
+    spec = '/* kernellsp\nsizes = { N = 32 }\nlaunch = { grid = 1, block = 32 }\n[args]\nx = { dtype = "f32", dir = "out", count = "N" }\n*/\n'
+    cases = {
+        "top includes": "// license\n#include <cuda_runtime.h>\n#include <cstdio>\n\n" + spec + body,
+        "no includes": spec + body,
+        "no newline after the last include": "#include <cuda_runtime.h>",
+    }
+    for what, text in cases.items():
+        out = add_includes(text, ["<mma.h>", "<cuda_fp16.h>"])
+        assert out.count("#include <mma.h>") == 1 and out.count("#include <cuda_fp16.h>") == 1, what
+        assert (
+            out.replace("#include <mma.h>\n", "")
+            .replace("#include <cuda_fp16.h>\n", "")
+            .replace("\n#include", "#include")
+            .strip()
+            == text.replace("\n#include", "#include").strip()
+        ), what
+    text = cases["top includes"]
+    out = add_includes(text, ["<mma.h>"])
+    lines = out.splitlines()
+    assert lines.index("#include <mma.h>") == lines.index("#include <cstdio>") + 1
+    assert check_scope(text, out, ["k"], entry="k").ok
+    assert add_includes(out, ["<mma.h>"]) == out
