@@ -1147,3 +1147,6 @@ def test_add_includes_puts_headers_where_the_scope_gate_lets_a_rewrite_add_them(
     assert lines.index("#include <mma.h>") == lines.index("#include <cstdio>") + 1
     assert check_scope(text, out, ["k"], entry="k").ok
     assert add_includes(out, ["<mma.h>"]) == out
+    # A header the file already names, however the directive is spaced or commented, is not added again.
+    spaced = "#  include <mma.h>  // tensor cores\n#include <cuda_fp16.h>\n" + body
+    assert add_includes(spaced, ["<mma.h>", "<cuda_fp16.h>"]) == spaced

@@ -9,6 +9,7 @@ compile, correctness, sanitizer and timing gates of :mod:`kernellsp.optimize.ver
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -67,19 +68,23 @@ class Proposer(Protocol):
         ...
 
 
+_INCLUDE = re.compile(r"\s*#\s*include\s*(<[^>]+>|\"[^\"]+\")")
+
+
 def add_includes(text: str, includes: list[str]) -> str:
     """``text`` with ``#include`` lines for ``includes`` (``"<mma.h>"``) it lacks, right after the file's last
     top-of-file ``#include`` (or at the top when it has none): where the scope gate lets a rewrite add
     allow-listed toolkit headers."""
     lines = text.splitlines(keepends=True)
-    have = {ln.split("#include", 1)[1].strip() for ln in lines if ln.lstrip().startswith("#include")}
+    # The header each line names (`#  include <mma.h>  // why` names <mma.h>).
+    have = {m.group(1) for ln in lines if (m := _INCLUDE.match(ln))}
     missing = [h for h in includes if h not in have]
     if not missing:
         return text
     at = 0
     for i, ln in enumerate(lines):
         s = ln.strip()
-        if s.startswith("#include"):
+        if _INCLUDE.match(ln):
             at = i + 1
         elif s and not s.startswith(("//", "#", "/*", "*")):
             break  # code: includes past this point are not the file's top includes
