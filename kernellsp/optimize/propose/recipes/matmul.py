@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kernellsp.optimize.propose.recipes import _gemm_codegen as cg
 from kernellsp.optimize.propose.recipes import _memshape as ms
@@ -76,6 +76,9 @@ class Gemm:
     host_block: int | None = None
 
 
+G = TypeVar("G", bound=Gemm)
+
+
 def match(ctx: RecipeContext) -> Match | Decline:
     p = analyse(ctx)
     if isinstance(p, str):
@@ -125,7 +128,7 @@ def classify(ctx: RecipeContext, p: Product) -> Gemm | str:
     binding = bind(ctx, p, ci, cj, cb)
     if isinstance(binding, str):
         return binding
-    return _with_launch(ctx, Gemm(binding, None, None, None), ci, cj, cb)
+    return with_launch(ctx, Gemm(binding, None, None, None), ci, cj, cb)
 
 
 def bind(
@@ -207,22 +210,31 @@ def _roles(p: Product) -> tuple[ms.Coord, ms.Coord, ms.Coord | None] | str:
     return rows[0], cols[0], (batch[0] if batch else None)
 
 
-def _with_launch(ctx: RecipeContext, g: Gemm, ci: ms.Coord, cj: ms.Coord, cb: ms.Coord | None) -> Gemm | str:
-    """``g`` with the host launch's block (host launchers) or the spec's M, N and batch counts."""
+def with_launch(
+    ctx: RecipeContext,
+    g: G,
+    ci: ms.Coord,
+    cj: ms.Coord,
+    cb: ms.Coord | None,
+    threads: set[int] | None = None,
+    kernels: str = "the tiled kernels",
+) -> G | str:
+    """``g`` with the host launch's block (host launchers: a 1-D block of one of ``threads``, the fp32 tiles'
+    by default) or the spec's M, N and batch counts (shared with the tensor-core recipe)."""
     if ctx.host_launched:
+        sizes = threads if threads is not None else {t.threads for t in TILES.values()}
         dims = ms.block_dims(ctx)
         if dims is None:
             return "the host launch's block size could not be read (it must be a constant)"
         if dims[1] != 1 or dims[2] != 1:
             return (
-                f"the host launches blocks of {dims[0]}x{dims[1]}x{dims[2]}; the tiled kernel needs a 1-D block "
+                f"the host launches blocks of {dims[0]}x{dims[1]}x{dims[2]}; {kernels} need a 1-D block "
                 "(this recipe keeps the host's launch)"
             )
-        if not any(t.threads == dims[0] for t in TILES.values()):
-            sizes = sorted({t.threads for t in TILES.values()})
+        if dims[0] not in sizes:
             return (
-                f"the host launches {dims[0]}-thread blocks; the tiled kernels use {sizes} threads (this recipe "
-                "keeps the host's launch)"
+                f"the host launches {dims[0]}-thread blocks; {kernels} use "
+                f"{' or '.join(str(n) for n in sorted(sizes))} threads per block (this recipe keeps the host's launch)"
             )
         g.host_block = dims[0]
         return g

@@ -23,9 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kernellsp.optimize.propose.recipes import _memshape as ms
 from kernellsp.optimize.propose.recipes import _mma_codegen as mc
-from kernellsp.optimize.propose.recipes._gemm_model import GemmBinding
 from kernellsp.optimize.propose.recipes._product.analysis import analyse
 from kernellsp.optimize.propose.recipes._product.model import Product
 from kernellsp.optimize.propose.recipes.base import (
@@ -35,7 +33,7 @@ from kernellsp.optimize.propose.recipes.base import (
     RecipeError,
     Rewrite,
 )
-from kernellsp.optimize.propose.recipes.matmul import _roles, bind, describe, spec_extents
+from kernellsp.optimize.propose.recipes.matmul import Gemm, _roles, bind, describe, with_launch
 from kernellsp.source import spec as specmod
 
 NAME = "matmul-tensorcore"
@@ -53,15 +51,10 @@ PARAMS: dict[str, list[Any]] = {"tile": list(TILES)}
 
 
 @dataclass
-class MmaGemm:
-    """What :func:`match` found: the binding, the WMMA element type and the spec extents."""
+class MmaGemm(Gemm):
+    """What :func:`match` found: the fp32 recipe's binding and extents, and the WMMA element type."""
 
-    binding: GemmBinding
-    elem: str
-    m_spec: str | None
-    n_spec: str | None
-    batch_spec: str | None
-    host_block: int | None = None
+    elem: str = "__half"
 
 
 def match(ctx: RecipeContext) -> Match | Decline:
@@ -101,29 +94,8 @@ def classify(ctx: RecipeContext, p: Product) -> MmaGemm | str:
     binding = bind(ctx, p, ci, cj, cb)
     if isinstance(binding, str):
         return binding
-    return _with_launch(ctx, MmaGemm(binding, mc.MMA_TYPES[ta], None, None, None), ci, cj, cb)
-
-
-def _with_launch(
-    ctx: RecipeContext, g: MmaGemm, ci: ms.Coord, cj: ms.Coord, cb: ms.Coord | None
-) -> MmaGemm | str:
-    """``g`` with the host launch's block (host launchers) or the spec's M, N and batch counts."""
-    if ctx.host_launched:
-        dims = ms.block_dims(ctx)
-        if dims is None:
-            return "the host launch's block size could not be read (it must be a constant)"
-        if tuple(dims) != (256, 1, 1):
-            return (
-                f"the host launches blocks of {dims[0]}x{dims[1]}x{dims[2]}; the tensor-core kernels use 256 threads "
-                "in a 1-D block (this recipe keeps the host's launch)"
-            )
-        g.host_block = 256
-        return g
-    extents = spec_extents(ctx, ci, cj, cb)
-    if isinstance(extents, str):
-        return extents
-    g.m_spec, g.n_spec, g.batch_spec = extents
-    return g
+    g = MmaGemm(binding, None, None, None, elem=mc.MMA_TYPES[ta])
+    return with_launch(ctx, g, ci, cj, cb, threads={256}, kernels="the tensor-core kernels")
 
 
 def points(ctx: RecipeContext, m: Match) -> list[dict[str, Any]]:
