@@ -380,3 +380,14 @@ def test_orientation_swaps_roles_and_round_trips() -> None:
     assert (t.a.name, t.a.layout, t.b.name, t.b.layout, t.c.layout) == ("B", "col", "A", "col", "col")
     assert (t.m, t.n) == ("N", "M") and t.init == "bias[{i}] + r[{j}]"
     assert oriented(t, "BA") == b
+
+
+def test_a_loop_start_or_step_it_cannot_read_is_quoted_in_the_decline() -> None:
+    text = (ROOT / "samples" / "sgemm_naive.cu").read_text()
+    for new, words in (
+        ("for (int k = min(0, M); k < K; ++k)", "starts at `int k = min(0, M)`, not 0"),
+        ("for (int k = 0; k < K; k += min(1, M))", "steps by `k += min(1, M)`, not 1"),
+    ):
+        model = parse_source(text.replace("for (int k = 0; k < K; ++k)", new), "x.cu")
+        got = recipe("matmul-tiled").match(contexts_for(model, "sgemm_naive")[0])  # type: ignore[union-attr]
+        assert not isinstance(got, Match) and words in got.reason, (new, got.reason)

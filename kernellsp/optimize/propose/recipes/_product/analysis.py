@@ -382,6 +382,12 @@ def _templates(
     return epilogue, init_text, extras
 
 
+def _part(ir: Any, loop: Loop, field: str) -> str:
+    """The source text of a part of the loop's header (``initializer``, ``update``), quoted."""
+    n = loop.node.child_by_field_name(field) if loop.node is not None else None
+    return f"`{ir.text(n).strip().rstrip(';')}`" if n is not None else "an expression it could not read"
+
+
 def _check_loop(ir: object, loop: Loop, acc_node: object) -> str:
     from kernellsp.source.ir import THREAD_SYMBOLS
 
@@ -390,9 +396,9 @@ def _check_loop(ir: object, loop: Loop, acc_node: object) -> str:
     if loop.grid_stride:
         return "the reduction loop is a grid-stride loop, not k = 0 .. K-1"
     if loop.start is None or loop.start != Poly():
-        return f"the reduction loop starts at {loop.start}, not 0"
+        return f"the reduction loop starts at {loop.start if loop.start is not None else _part(ir, loop, 'initializer')}, not 0"
     if loop.step is None or loop.step != Poly.const(1):
-        return f"the reduction loop steps by {loop.step}, not 1"
+        return f"the reduction loop steps by {loop.step if loop.step is not None else _part(ir, loop, 'update')}, not 1"
     bound = loop.bound()
     if bound is None:
         return "the reduction loop's condition is not one bound `k < K`"
