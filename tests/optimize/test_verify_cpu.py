@@ -418,6 +418,20 @@ def test_sanitizer_plan_covers_every_distinct_shape_with_the_tools_that_apply() 
     )  # sizes deduplicated
 
 
+def _sanitizer_session(harness_run: Any) -> Any:
+    """A verification session as the sanitizer gate sees it, its harness runs answered by ``harness_run``."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        runner=SimpleNamespace(which=lambda _n: "/cs"),
+        cand_static_smem=1024,
+        run_seed=7,
+        harness_run=harness_run,
+        run=lambda *_a, **_k: SimpleNamespace(output=""),
+        runs=[],
+    )
+
+
 def test_hazard_checks_are_bounded_on_heavy_shapes_only_after_passing_a_smaller_one() -> None:
     """racecheck on a 4096^3 main shape runs for many minutes: once it passed on a smaller shape, a larger
     shape gets hazard_check_budget_s and is recorded as bounded; on the first shape running out is a refusal."""
@@ -448,14 +462,7 @@ def test_hazard_checks_are_bounded_on_heavy_shapes_only_after_passing_a_smaller_
         ok = SimpleNamespace(ok=True, error=None)
         return SimpleNamespace(returncode=0, output="========= ERROR SUMMARY: 0 errors"), ok, ""
 
-    session = SimpleNamespace(
-        runner=SimpleNamespace(which=lambda _n: "/cs"),
-        cand_static_smem=1024,
-        run_seed=7,
-        harness_run=harness_run,
-        run=lambda *_a, **_k: SimpleNamespace(output=""),
-        runs=[],
-    )
+    session = _sanitizer_session(harness_run)
     opts = VerifyOptions(sanitizer_timeout_s=300, hazard_check_budget_s=60)
 
     slow = {heavy}
@@ -558,14 +565,7 @@ def test_sanitizer_tools_run_side_by_side_in_shared_mode_and_report_in_plan_orde
             "",
         )
 
-    session = SimpleNamespace(
-        runner=SimpleNamespace(which=lambda _n: "/cs"),
-        cand_static_smem=1024,
-        run_seed=7,
-        harness_run=harness_run,
-        run=lambda *_a, **_k: SimpleNamespace(output=""),
-        runs=[],
-    )
+    session = _sanitizer_session(harness_run)
     details: dict = {}
     assert sanitize(session, "softmax_row", plan, VerifyOptions(), lambda *_: None, text, details) is None  # type: ignore[arg-type]
     assert peak[0] > 1, "the tools took turns"
