@@ -250,6 +250,9 @@ def _round_verify_options(opts: OptimizeOptions) -> VerifyOptions:
             # One timed launch per timing process compared with the baseline (the final compares two): every
             # timing round still samples a launch the candidate cannot predict, at half the read-back.
             "check_launches": min(1, opts.verify.check_launches),
+            # A candidate must beat the round's baseline by the minimum gain to become champion: one timing
+            # round first refuses the ones that cannot, before their correctness runs.
+            "screen_speedup": 1.0 + opts.min_gain_pct / 100.0 if opts.round_screen else None,
         }
     )
 
@@ -322,7 +325,12 @@ def _verify_candidates(
     when the recipes' first candidate is already at ``near_roofline_pct`` of the roofline)."""
 
     def check(
-        i: int, cand: Candidate, base: str = champion, rnd: int = rnd, n: int = len(cands)
+        i: int,
+        cand: Candidate,
+        vopts: VerifyOptions,
+        base: str = champion,
+        rnd: int = rnd,
+        n: int = len(cands),
     ) -> tuple[Verdict, float]:
         run.emit(
             {
@@ -343,7 +351,7 @@ def _verify_candidates(
                 cand.text,
                 run.entry,
                 run.runner,
-                round_opts,
+                vopts,
                 run.env,
                 run.cancel,
                 lambda msg, pct: run.say(f"{label}: {msg}", pct),
@@ -357,7 +365,7 @@ def _verify_candidates(
         # The recipes' best-ranked candidate alone first: when it already runs near the roofline the round
         # can gain at most the rest of the way there, and the others' GPU time (which serialises on one GPU:
         # three more candidates cost the round 2-3x its time) is not spent.
-        first = [check(0, cands[0])]
+        first = [check(0, cands[0], round_opts)]
         v0 = first[0][0]
         pct = v0.details.get("candidate_pct_of_roofline") if v0.accepted else None
         if pct is not None and pct >= near_roofline_pct:
@@ -370,9 +378,13 @@ def _verify_candidates(
             )
             return first + [(skip, 0.0)] * (len(cands) - 1)
     rest = list(enumerate(cands))[len(first) :]
+    lead = first[0][0] if first else None
+    if lead is not None and lead.accepted and lead.speedup and round_opts.screen_speedup is not None:
+        # The others become champion only by beating the lead: their screen's bar is its speedup.
+        round_opts = replace(round_opts, screen_speedup=max(round_opts.screen_speedup, lead.speedup))
     # Candidates build in parallel; their GPU steps serialise on the runner's GPU lock.
     with ThreadPoolExecutor(max_workers=max(1, min(len(rest), parallel))) as pool:
-        futures = [pool.submit(check, i, cand) for i, cand in rest]
+        futures = [pool.submit(check, i, cand, round_opts) for i, cand in rest]
         try:
             return first + [f.result() for f in futures]
         except BaseException:

@@ -33,6 +33,9 @@ class OptimizeOptions:
     round_seeds: int = 1
     #: Run compute-sanitizer on every round's candidates too (the final check always does).
     round_sanitize: bool = False
+    #: Time a round's candidate for one A/B round before checking it, and refuse it unchecked when it cannot
+    #: become the round's champion (``VerifyOptions.screen_speedup``; the final check never screens).
+    round_screen: bool = True
 
 
 @dataclass

@@ -164,6 +164,11 @@ def main() -> int:
         help="comma-separated file names: run these cases of the suite and keep the other "
         "rows of the previous table (a suite split over several GPU sessions)",
     )
+    ap.add_argument(
+        "--name",
+        default="optimize",
+        help="results file stem: tests/bench/results/NAME-<gpu>.md and .json (default: optimize)",
+    )
     ap.add_argument("files", nargs="*")
     args = ap.parse_args()
     cases = _cases(args)  # a bad --only is named before any GPU work
@@ -273,7 +278,7 @@ def main() -> int:
         )
     gpu = env.get("gpu", "?")
     slug = gpu_slug(gpu)
-    previous = RESULTS / f"optimize-{slug}.json"
+    previous = RESULTS / f"{args.name}-{slug}.json"
     if args.write and (args.files or args.only) and previous.is_file():
         # A run over some samples updates their rows and keeps the others (the suite can be split).
         done = {r["sample"] for r in rows}
@@ -283,8 +288,8 @@ def main() -> int:
     print(table)
     if args.write:
         RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / f"optimize-{slug}.md").write_text(table)
-        (RESULTS / f"optimize-{slug}.json").write_text(
+        (RESULTS / f"{args.name}-{slug}.md").write_text(table)
+        (RESULTS / f"{args.name}-{slug}.json").write_text(
             json.dumps({"environment": env, "rows": rows}, indent=1, default=str) + "\n"
         )
     shutil.rmtree(work, ignore_errors=True)
@@ -306,6 +311,8 @@ def _target_met(r: dict[str, Any]) -> str:
     if target.startswith("pct>="):
         pct = _pct_of_reference(r) if r.get("accepted") else None
         return "yes" if pct is not None and pct >= float(target[5:]) else "no"
+    if target.startswith("wall<="):  # issue 13: optimize's wall time per sample
+        return "yes" if r.get("wall_s") is not None and r["wall_s"] <= float(target[6:]) else "no"
     if target.startswith("speedup>="):
         return "yes" if r.get("speedup") and r["speedup"] >= float(target[9:]) else "no"
     if target.startswith("speedup>"):

@@ -4,7 +4,10 @@ Order of gates, each with a named verdict when it fails:
 
 1. ``scope_violation``: the edit is outside the targeted kernels, their ``__device__`` helpers and
    the structured launch fields (:mod:`kernellsp.optimize.verify.scope`), checked before anything compiles;
-2. ``compile_error``: the candidate's harness does not build;
+2. ``compile_error``: the candidate's harness does not build; in the loop's rounds only
+   (``screen_speedup``), one A/B timing round follows, and a candidate that cannot become the round's
+   champion is refused ``not_faster`` here, before its correctness runs (rounds only select; a candidate
+   that passes the screen goes through every gate below, and the final verification never screens);
 3. correctness, on every declared shape (small edge shapes first), baseline and candidate in
    separate processes, one process per shape running every input set: several seeds of the spec's
    distribution and the structured patterns (sparse spikes, alternating signs, a ramp, a wide dynamic
@@ -51,7 +54,7 @@ from kernellsp.optimize.verify.correctness_gate import check_correctness, oracle
 from kernellsp.optimize.verify.sanitizer_gate import sanitize
 from kernellsp.optimize.verify.scope import check_scope
 from kernellsp.optimize.verify.session import Session, first_line
-from kernellsp.optimize.verify.timing_gate import time_candidate
+from kernellsp.optimize.verify.timing_gate import screen_candidate, time_candidate
 from kernellsp.optimize.verify.verdict import VERDICTS, Progress, Verdict, VerifyError, VerifyOptions, reject
 from kernellsp.run import harness
 from kernellsp.run.runner import Runner, RunnerError
@@ -253,6 +256,12 @@ def _verify_in(
         )
     details: dict[str, Any] = {"checked": [], "run_seed": s.run_seed, "phase_seconds": s.phase_s}
     s.oracle = oracle_runs(s, path, baseline, entry, bplan, bspec, files, nvcc)
+    prior = None
+    if opts.screen_speedup is not None and opts.time_candidate and not opts.timing_only:
+        screened = screen_candidate(s, entry, bplan, opts, say, details)
+        if isinstance(screened, Verdict):
+            return screened
+        prior = screened
     if not opts.timing_only:
         t0 = time.monotonic()
         v = check_correctness(s, entry, bspec, bplan, opts, say, details)
@@ -268,7 +277,7 @@ def _verify_in(
     if not opts.time_candidate:
         return Verdict("accepted", True, "correct (timing skipped)", entry, details=details)
     s.settle()
-    return time_candidate(s, entry, bspec, bplan, opts, say, details)
+    return time_candidate(s, entry, bspec, bplan, opts, say, details, prior)
 
 
 def write_evidence(bundle: Path, path: Path, baseline: str, candidate: str, verdict: Verdict) -> None:

@@ -28,6 +28,7 @@ class _Rounds:
     # (the harness decides with OS entropy, so no launch can know it will be compared).
     checked: list[harness.HarnessResult] = field(default_factory=list)
     bandwidths: list[float] = field(default_factory=list)
+    base_partial: set[str] = field(default_factory=set)
 
 
 def _ab_rounds(
@@ -38,15 +39,20 @@ def _ab_rounds(
     say: Progress,
     min_rounds: int,
     confidence: float,
+    prior: _Rounds | None = None,
+    last: int | None = None,
 ) -> _Rounds | Verdict:
-    """Baseline and candidate alternately, one process per side and round, until the interval decides."""
-    m = _Rounds()
+    """Baseline and candidate alternately, one process per side and round, until the interval decides
+    (or through round ``last``). ``prior``: rounds already run (the screen's), continued from."""
+    m = prior or _Rounds()
     rounds, raw = m.rounds, m.raw
     # Buffers the baseline itself leaves partly unwritten (kernels that write a sub-range) are not held
     # against the candidate.
-    base_partial: set[str] = set()
+    base_partial = m.base_partial
     reps, warmup = opts.reps, opts.warmup
-    for r in range(opts.rounds):
+    if rounds["base"]:
+        reps, warmup = timing.scaled_reps(statistics.median(rounds["base"][0]), opts.reps, opts.warmup)
+    for r in range(len(rounds["base"]), min(opts.rounds, last or opts.rounds)):
         for who in ("base", "cand"):
             say(
                 f"timing round {r + 1}/{opts.rounds}: {'baseline' if who == 'base' else 'candidate'}",
@@ -109,6 +115,65 @@ def _unwritten_while_timed(
     return None
 
 
+def _look_confidence(opts: VerifyOptions) -> tuple[int, float]:
+    min_rounds = max(1, min(opts.min_rounds, opts.rounds))
+    return min_rounds, timing.look_confidence(0.95, opts.rounds - min_rounds + 1)
+
+
+def screen_candidate(
+    s: Session,
+    entry: str,
+    plan: harness.HarnessPlan,
+    opts: VerifyOptions,
+    say: Progress,
+    details: dict[str, Any],
+) -> Verdict | _Rounds:
+    """The loop's rounds only (``opts.screen_speedup``): one A/B timing round before any correctness run.
+
+    A round selects a champion; a candidate whose interval after this round lies wholly below the speedup
+    it would need to become champion (the minimum gain over the round's baseline, or the speedup of a
+    candidate already accepted in the round) is refused as not faster without its correctness runs. Its
+    outputs are never trusted here: a candidate that passes the screen goes through every gate, and this
+    round is the first of its timing rounds. The final verification never screens.
+    """
+    assert opts.screen_speedup is not None
+    t0 = time.monotonic()
+    min_rounds, confidence = _look_confidence(opts)
+    ab = _ab_rounds(s, entry, plan.kind == "global", opts, say, min_rounds, confidence, last=1)
+    s.phase_s["screen"] = time.monotonic() - t0
+    if isinstance(ab, Verdict):
+        return ab
+    stats = timing.paired_speedup(ab.rounds["base"], ab.rounds["cand"], confidence=confidence)
+    gain = 1.0 + opts.min_gain_pct / 100.0
+    bar = max(opts.screen_speedup, gain)
+    if stats.ci_high >= bar:
+        return ab
+    interval = f"{100 * stats.confidence:.0f}% CI {stats.ci_low:.3f}–{stats.ci_high:.3f}"
+    if stats.ci_high < gain:
+        kind = "not_faster"
+        message = (
+            f"not faster: speedup {stats.speedup:.3f}x after one timing round, {interval} lies below "
+            f"the {opts.min_gain_pct:g}% minimum gain (its correctness was not checked)"
+        )
+    else:
+        # It may well be faster than the baseline: the round's lead is faster still. Kept apart from
+        # not_faster so that the memory does not count it against its recipe.
+        kind = "outpaced"
+        message = (
+            f"outpaced: speedup {stats.speedup:.3f}x after one timing round, {interval} lies below "
+            f"the {bar:.3f}x of the round's lead, so it cannot become champion (its correctness was not checked)"
+        )
+    return Verdict(
+        kind,
+        False,
+        message,
+        entry,
+        details=details,
+        stats=stats.to_dict(),
+        timings={"rounds": ab.raw, "kernel_entry": plan.kind == "global", "screen": True},
+    )
+
+
 def time_candidate(
     s: Session,
     entry: str,
@@ -117,6 +182,7 @@ def time_candidate(
     opts: VerifyOptions,
     say: Progress,
     details: dict[str, Any],
+    prior: _Rounds | None = None,
 ) -> Verdict:
     kernel_entry = plan.kind == "global"
     t_timing = time.monotonic()
@@ -124,9 +190,8 @@ def time_candidate(
     # at a level that keeps the overall error at 5% (timing.look_confidence); timing stops once it clears
     # the minimum gain or lies wholly below it. Rounds after the first scale their repetitions to the
     # baseline's duration (timing.scaled_reps): a long kernel needs fewer launches per process.
-    min_rounds = max(1, min(opts.min_rounds, opts.rounds))
-    confidence = timing.look_confidence(0.95, opts.rounds - min_rounds + 1)
-    ab = _ab_rounds(s, entry, kernel_entry, opts, say, min_rounds, confidence)
+    min_rounds, confidence = _look_confidence(opts)
+    ab = _ab_rounds(s, entry, kernel_entry, opts, say, min_rounds, confidence, prior=prior)
     if isinstance(ab, Verdict):
         return ab
     rounds, raw, device, checked, bandwidths = ab.rounds, ab.raw, ab.device, ab.checked, ab.bandwidths

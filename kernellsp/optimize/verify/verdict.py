@@ -21,6 +21,9 @@ VERDICTS = (
     "sanitizer",
     "sanitizer_unavailable",
     "not_faster",
+    # The loop's rounds only: faster than the baseline, but its interval lies below the speedup of a
+    # candidate already accepted in the round, so it cannot become champion and is not checked further.
+    "outpaced",
     "suspect_speedup",
     "timing_anomaly",
     "sandbox_violation",
@@ -67,6 +70,11 @@ class VerifyOptions:
     #: Sequential timing: the interval is looked at after each round from this one on (never before it),
     #: and timing stops once it clears the minimum gain or lies below it (:func:`timing.decision`).
     min_rounds: int = 3
+    #: The loop's rounds only: one A/B timing round before correctness, refusing a candidate whose interval
+    #: lies wholly below this speedup over the baseline (it could not become champion) without checking
+    #: it (:func:`kernellsp.optimize.verify.timing_gate.screen_candidate`). None: no screen (the default,
+    #: and always in the final verification).
+    screen_speedup: float | None = None
     time_candidate: bool = True
     #: Skip correctness and sanitizer (A/A timing studies only; never used for acceptance).
     timing_only: bool = False

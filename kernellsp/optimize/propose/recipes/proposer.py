@@ -57,6 +57,9 @@ def recipe_scores(records: list[dict[str, Any]], gpu: str | None = None) -> dict
         sp = r.get("measured_speedup")
         if r.get("verdict") == "accepted" and isinstance(sp, int | float):
             out[parsed[0]] = (max(best, float(sp)), ok + 1, bad)
+        elif r.get("verdict") == "outpaced":
+            # A sibling of the round's winner, slower than it: says nothing against the recipe.
+            out[parsed[0]] = (best, ok, bad)
         else:
             out[parsed[0]] = (best, ok, bad + 1)
     return out
