@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from memcommon import (
     CORPUS,
@@ -142,3 +144,30 @@ def test_other_archetypes_are_declined(name: str) -> None:
     _, m = match(NAME, CORPUS / name, entry_of(name))
     assert not isinstance(m, Match), f"{NAME} matched {name}: {m.binding}"
     assert len(m.reason) > 15
+
+
+def test_layernorm_column_vectors_load_with_the_row_before_the_first_reduction() -> None:
+    _, m = match(NAME, ROOT / "samples" / "layernorm.cu", "layernorm")
+    assert isinstance(m, Match), m
+    assert m.binding["column vectors"] == "gamma (float), beta (float)"
+    by_cols = {
+        p.get("columns", "l1"): rw.code
+        for p, rw, _ in candidates(NAME, ROOT / "samples" / "layernorm.cu", "layernorm")
+    }
+    reg, l1 = by_cols["registers"], by_cols["l1"]
+    # Loaded up front (before the mean's all-reduce), and read from registers in the normalising pass.
+    assert reg.index("kl_row_gamma[") < reg.index("kl_block_sum_float(s)")
+    assert "* kl_row_gamma[" in reg and "+ kl_row_beta[" in reg
+    assert "kl_row_gamma" not in l1 and "gamma[j]" in l1
+
+
+def test_a_vector_read_at_two_offsets_stays_in_l1(tmp_path: Path) -> None:
+    src = (ROOT / "samples" / "layernorm.cu").read_text()
+    # gamma read at two offsets (j and cols + j: one register copy cannot stand for both); beta still is.
+    odd = src.replace("* gamma[j] + beta[j]", "* (gamma[j] + gamma[cols + j]) + beta[j]")
+    assert odd != src
+    path = tmp_path / "layernorm_odd.cu"
+    path.write_text(odd)
+    _, m = match(NAME, path, "layernorm")
+    assert isinstance(m, Match), m
+    assert m.binding["column vectors"] == "beta (float)"

@@ -179,19 +179,24 @@ def _loop_access_decline(ir: KernelIR, c: ColLoop, row_sym: str) -> str:
 
 
 def _row_inputs(
-    ir: KernelIR, loops: list[ColLoop], row_sym: str
+    ir: KernelIR, loops: list[ColLoop], row_sym: str, columns: bool = False
 ) -> dict[str, tuple[Poly, str, list[Any]]] | str:
-    """Arrays read along the row (``base + j`` with ``base`` depending on the row) and never written."""
+    """Arrays read along the row (``base + j`` with ``base`` depending on the row) and never written; with
+    ``columns``, the column vectors instead (``gamma[j]``: ``base`` independent of the row, the same for
+    every row)."""
     written = ir.written()
+    mixed: set[str] = set()
     out: dict[str, tuple[Poly, str, list[Any]]] = {}
     for c in loops:
         for a in ir.global_accesses():
             if c.loop not in a.loops or a.index is None or not a.index.depends_on({c.var}):
                 continue
             base = a.index - Poly.sym(c.var)
-            if not base.depends_on({row_sym}):
-                continue  # a column vector (gamma[j]): shared by every row, cached by L1
-            if a.base in written:
+            if base.depends_on({row_sym}) == columns:
+                continue
+            if columns and any(ir.param(sym) is None for sym in base.symbols()):
+                continue  # an offset that is not the same for every thread (or not known to be): left to L1
+            if a.base in written or a.base in mixed:
                 continue
             p = ir.param(a.base)
             ctype = p.ctype if p is not None else ""
@@ -201,6 +206,10 @@ def _row_inputs(
                 continue
             if a.base in out:
                 if out[a.base][0] != base:
+                    if columns:
+                        out.pop(a.base)  # read at two offsets: left to L1
+                        mixed.add(a.base)
+                        continue
                     return f"{a.base} is read along two different rows"
                 out[a.base][2].append(a.node)
             else:

@@ -61,6 +61,9 @@ class RowProgram:
     #: Input rows read at ``base + j`` inside the loops: array -> (base, C element type, access nodes).
     rows_in: dict[str, tuple[Poly, str, list[tree_sitter.Node]]] = field(default_factory=dict)
     float_literals: list[tree_sitter.Node] = field(default_factory=list)
+    #: Column vectors read at ``base + j`` with ``base`` the same for every row (``gamma[j]``), never written:
+    #: cached in registers too with ``columns="registers"``, loaded with the row before the first pass.
+    cols_in: dict[str, tuple[Poly, str, list[tree_sitter.Node]]] = field(default_factory=dict)
     #: Thread-per-row behind a host launcher: the host's block size.
     host_block: int | None = None
 
