@@ -114,8 +114,16 @@ async def one_run(gpu: bool) -> dict[str, float]:
     return out
 
 
-def _profile_phases(cache_dir: str) -> dict[str, float]:
-    """The phases of the last profile the server stored (the edited text's: the re-save was a cache hit)."""
+def _profile_keys(cache_dir: str) -> set[str]:
+    import diskcache
+
+    with diskcache.Cache(cache_dir) as c:
+        return {k for k in c.iterkeys() if isinstance(k, str) and k.startswith("profile:")}
+
+
+def _profile_phases(cache_dir: str, before: set[str] | None = None) -> dict[str, float]:
+    """The phases of the profile the server stored since ``before`` (the profile keys then), or of the last one
+    stored (one server, one file: the edited text's, the re-save being a cache hit)."""
     import json
 
     import diskcache
@@ -123,20 +131,98 @@ def _profile_phases(cache_dir: str) -> dict[str, float]:
     last: dict[str, Any] = {}
     with diskcache.Cache(cache_dir) as c:
         for key in c.iterkeys():  # insertion order
-            if isinstance(key, str) and key.startswith("profile:"):
+            if isinstance(key, str) and key.startswith("profile:") and (before is None or key not in before):
                 last = json.loads(c[key])
     phases = last.get("environment", {}).get("phases", {})
     return {f"phase_{k}": float(v) for k, v in phases.items() if k in PHASES}
+
+
+async def every_sample(names: list[str]) -> list[dict[str, Any]]:
+    """One server over a workspace holding every sample, one cache: per sample, didOpen → profile diagnostics,
+    an edit + didSave → profile diagnostics of the new text, and a re-save of it (the runtime object is built
+    once, during the first sample's open, as in an editor session that opens several files)."""
+    ws = Path(tempfile.mkdtemp(prefix="kernellsp-bench-lsp-all-"))
+    (ws / "kernellsp.toml").write_text("")
+    cache = tempfile.mkdtemp(prefix="kernellsp-bench-lsp-cache-")
+    env = {**os.environ, "KERNELLSP_CACHE_DIR": cache}
+    rows = []
+    async with lsp_session("neovim@v0.11", ws, env=env) as client:
+        for name in names:
+            path = ws / name
+            shutil.copy(ROOT / "samples" / name, path)
+            text = path.read_text()
+            row: dict[str, Any] = {"sample": name}
+            t = time.monotonic()
+            uri = open_doc(client, path)
+            row["open_to_profile_s"] = await _profiled(client, uri, 0, 1, t, f"{name}: open → profile")
+            text += "// edited\n"
+            change_doc(client, uri, 2, text)
+            n = len(publications(client, uri))
+            known = _profile_keys(cache)  # the edited text's profile is the one stored after these
+            t = time.monotonic()
+            save_doc(client, uri)
+            row["save_to_profile_s"] = await _profiled(client, uri, n, 2, t, f"{name}: save → profile")
+            n = len(publications(client, uri))
+            t = time.monotonic()
+            save_doc(client, uri)
+            row["resave_cached_s"] = await _profiled(client, uri, n, 2, t, f"{name}: re-save → profile")
+            row.update(_profile_phases(cache, known))
+            rows.append(row)
+            print(name, {k: round(v, 2) for k, v in row.items() if isinstance(v, float)}, flush=True)
+    shutil.rmtree(ws, ignore_errors=True)
+    shutil.rmtree(cache, ignore_errors=True)
+    return rows
+
+
+def _samples_table(gpu_name: str, rows: list[dict[str, Any]]) -> str:
+    keys = ["open_to_profile_s", "save_to_profile_s", "resave_cached_s"]
+    keys += [f"phase_{k}" for k in PHASES if all(f"phase_{k}" in r for r in rows)]
+    lines = [
+        f"# Language-server latency on every sample ({gpu_name})",
+        "",
+        "Client over stdio (pytest-lsp, Neovim 0.11 capabilities), one server and one cache for a workspace "
+        f"holding every sample, opened one after the other; host {platform.node()}. Columns (seconds): "
+        "`open_to_profile` didOpen → profile diagnostics (the first sample's includes the harness runtime "
+        "object's one-time build); `save_to_profile` an edit (a comment appended) + didSave → profile "
+        "diagnostics of the new text; `resave_cached` didSave of the unchanged text → its profile diagnostics "
+        "(content-hash cache); `phase_*` the edited text's profile as the server recorded it. Run: "
+        "`tests/bench/bench_lsp.py --every-sample --write`.",
+        "",
+        "| sample | " + " | ".join(k.removesuffix("_s") for k in keys) + " |",
+        "|---|" + "---:|" * len(keys),
+    ]
+    for r in rows:
+        lines.append(f"| {r['sample']} | " + " | ".join(f"{r[k]:.2f}" for k in keys) + " |")
+    lines.append(
+        "| median | " + " | ".join(f"{statistics.median(r[k] for r in rows):.2f}" for k in keys) + " |"
+    )
+    lines.append("| max | " + " | ".join(f"{max(r[k] for r in rows):.2f}" for k in keys) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--write", action="store_true")
+    ap.add_argument(
+        "--every-sample",
+        action="store_true",
+        help="save → profile on every bundled sample in one server (GPU only): lsp-samples-<gpu>.md",
+    )
     args = ap.parse_args()
     gpu_name = ""
     if shutil.which("ncu"):
         gpu_name = local_gpu_name()
+    if args.every_sample:
+        if not gpu_name:
+            print("--every-sample needs ncu and a GPU", file=sys.stderr)
+            return 2
+        names = sorted(p.name for p in (ROOT / "samples").glob("*.cu"))
+        table = _samples_table(gpu_name, asyncio.run(every_sample(names)))
+        print(table)
+        if args.write:
+            (ROOT / "tests" / "bench" / "results" / f"lsp-samples-{gpu_slug(gpu_name)}.md").write_text(table)
+        return 0
     runs = [asyncio.run(one_run(bool(gpu_name))) for _ in range(args.runs)]
     keys = ["open_to_static_s", "reopen_to_static_s", "open_to_static_warm_s"]
     if gpu_name:
