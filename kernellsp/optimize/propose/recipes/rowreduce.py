@@ -22,7 +22,10 @@ shared-memory trees disappear. When the row fits (``slots`` x threads x ``vec`` 
 from the spec's main shape), each input row is loaded once into registers with 16-byte vector
 loads (after a run-time alignment check; scalar loads otherwise) and every later pass reads the
 registers: softmax, layernorm and rmsnorm then move each input byte once and each output byte once,
-whatever number of passes the source makes. Longer rows take a streaming path (coalesced, several
+whatever number of passes the source makes. Column vectors that every row reads at the same column
+(layernorm's ``gamma[j]``, ``beta[j]``: an offset of parameters only, never written) may be loaded into
+registers with the row, before the first reduction (``columns=registers``), so their latency overlaps the
+reductions instead of following them. Longer rows take a streaming path (coalesced, several
 passes through L1/L2). Double literals in a kernel with no ``double`` anywhere (``1.0 / sum``,
 ``1e-5``) are written as float literals, so no fp64 instructions remain in the loop.
 
