@@ -106,8 +106,16 @@ def _unreadable_answer(data: dict[str, Any], exc: JsonRpcInvalidParams) -> Any:
     )
 
 
+#: How long an ``exit`` that overtook the ``shutdown`` answer waits for the shutdown's cancellation at most
+#: (the handler itself waits up to lifecycle.SHUTDOWN_WAIT_S for the jobs).
+SHUTDOWN_HOLD_S = 6.0
+
+
 class KernelLspProtocol(LanguageServerProtocol):
     """pygls' protocol, plus an ``InvalidParams`` response for requests that do not validate."""
+
+    #: An ``exit`` held until the shutdown's cancellation is done (a strong reference to its task).
+    _held_exit: asyncio.Future[None] | None = None
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         """pygls' decoding; a request that fails validation gets its error response here."""
@@ -130,6 +138,33 @@ class KernelLspProtocol(LanguageServerProtocol):
         """Dispatch, skipping requests already answered by :meth:`structure_message`."""
         if message is _REJECTED:
             return
+        method = getattr(message, "method", None)
+        if method == types.EXIT and self._shutdown and not self._shutdown_done().is_set():
+            # `exit` right behind `shutdown`, before its answer: held until the shutdown handler has cancelled
+            # the jobs (and their child processes), so the server never exits halfway through that.
+            self._held_exit = asyncio.ensure_future(self._exit_after_shutdown(message))
+            return
+        super().handle_message(message)
+        if method == types.SHUTDOWN and hasattr(message, "id"):
+            # The spec: `exit` ends with 0 when a `shutdown` request was received before it. pygls marks the
+            # shutdown only once the (asynchronous) handlers are done, so a client that sends `exit` right
+            # behind `shutdown` would see 1: marked here, on receipt (later requests are refused from now on,
+            # as the spec asks).
+            self._shutdown = True
+
+    def _shutdown_done(self) -> asyncio.Event:
+        server = self._server
+        assert isinstance(server, KernelLspServer)
+        return server.shutdown_done
+
+    async def _exit_after_shutdown(self, message: Any) -> None:
+        try:
+            await asyncio.wait_for(self._shutdown_done().wait(), SHUTDOWN_HOLD_S)
+        except TimeoutError:
+            log.warning("exit: the shutdown's cancellation did not finish within %g s", SHUTDOWN_HOLD_S)
+        # A few turns of the loop so that pygls sends the shutdown's answer before the transport closes.
+        for _ in range(5):
+            await asyncio.sleep(0)
         super().handle_message(message)
 
     def notify_raw(self, method: str, params: dict[str, Any]) -> None:
@@ -173,6 +208,8 @@ class KernelLspServer(LanguageServer):
         self.config_section: dict[str, Any] = {}
         #: Set once the first configuration pull finished (checks wait for it, briefly).
         self.settings_ready = asyncio.Event()
+        #: Set when the ``shutdown`` handler has cancelled and waited for the jobs (``exit`` waits for it).
+        self.shutdown_done = asyncio.Event()
         #: Diagnostics per document and layer (wire format) with the version they were computed for.
         self.layers: dict[str, dict[str, tuple[int | None, list[dict[str, Any]]]]] = {}
         self.notes_shown: set[str] = set()

@@ -284,7 +284,11 @@ def test_stdout_carries_only_lsp(workspace: Path) -> None:
 
 
 def test_tcp_mode_and_log_file(workspace: Path, tmp_path: Path) -> None:
-    """``serve --tcp`` (for debugging) speaks LSP on a socket and logs to ``--log-file``."""
+    """``serve --tcp`` (for debugging) speaks LSP on a socket and logs to ``--log-file``.
+
+    The client sends ``exit`` right behind ``shutdown``, without waiting for its answer: the server must still
+    exit with 0 (the shutdown request came first), which pygls alone gets wrong when the shutdown handler is
+    asynchronous (KernelLspProtocol marks the shutdown on receipt)."""
     import socket
 
     with socket.socket() as s:
