@@ -321,7 +321,13 @@ def test_columns_are_characters_not_bytes() -> None:
     assert m2.lines[0][g.name_span.start_col : g.name_span.end_col] == "g"
 
 
-def test_ten_thousand_line_file_parses_quickly() -> None:
+def test_ten_thousand_line_file_parses_in_linear_time() -> None:
+    """10,000 lines parse completely, and in time that grows with the file, not its square.
+
+    The absolute time belongs to the benchmarks (tests/bench/bench_check.py): on a loaded 2-core CI machine
+    a fixed bound in seconds fails for no fault of the code. What this asserts is the complexity: ten times
+    the kernels may cost ten times the time (30x allowed for noise), where a quadratic pass would cost 100x.
+    """
     one = (
         "__global__ void k{i}(const float* __restrict__ a, float* b, int n)\n"
         "{{\n"
@@ -329,14 +335,22 @@ def test_ten_thousand_line_file_parses_quickly() -> None:
         "    if (i < n) b[i] = a[i] * 2.0f;\n"
         "}}\n"
     )
-    text = "\n".join(one.format(i=i) for i in range(2000))
+
+    def parse_seconds(n: int) -> tuple[float, tuple[str, SourceModel]]:
+        text = "\n".join(one.format(i=i) for i in range(n))
+        best = float("inf")
+        for _ in range(2):
+            t0 = time.perf_counter()
+            m = parse_source(text)
+            best = min(best, time.perf_counter() - t0)
+        return best, (text, m)
+
+    small, _ = parse_seconds(200)
+    large, (text, m) = parse_seconds(2000)
     assert text.count("\n") >= 10_000 - 1
-    t0 = time.perf_counter()
-    m = parse_source(text)
-    elapsed = time.perf_counter() - t0
     assert len(m.kernels) == 2000
     assert m.kernels[-1].name == "k1999" and m.kernels[-1].span.start_line == 1999 * 6
-    assert elapsed < 2.0, f"parsing 10,000 lines took {elapsed:.2f} s"
+    assert large < 30 * small, f"2,000 kernels took {large:.2f} s, 200 took {small:.3f} s: not linear"
 
 
 def test_a_model_with_its_kernel_ir_pickles_for_the_worker_processes() -> None:
