@@ -171,3 +171,19 @@ def test_a_vector_read_at_two_offsets_stays_in_l1(tmp_path: Path) -> None:
     _, m = match(NAME, path, "layernorm")
     assert isinstance(m, Match), m
     assert m.binding["column vectors"] == "beta (float)"
+
+
+def test_a_vector_read_under_a_condition_in_the_loop_stays_in_l1(tmp_path: Path) -> None:
+    src = (ROOT / "samples" / "layernorm.cu").read_text()
+    # gamma only read for the first half of the row: it may hold fewer elements than the row, so it is never
+    # loaded ahead for the whole row; beta still is.
+    odd = src.replace(
+        "yr[j] = (xr[j] - mean) * inv_std * gamma[j] + beta[j];",
+        "float g = 1.0f;\n        if (j < cols / 2) g = gamma[j];\n        yr[j] = (xr[j] - mean) * inv_std * g + beta[j];",
+    )
+    assert odd != src
+    path = tmp_path / "layernorm_half_gamma.cu"
+    path.write_text(odd)
+    _, m = match(NAME, path, "layernorm")
+    assert isinstance(m, Match), m
+    assert m.binding["column vectors"] == "beta (float)"

@@ -196,6 +196,12 @@ def _row_inputs(
                 continue
             if columns and any(ir.param(sym) is None for sym in base.symbols()):
                 continue  # an offset that is not the same for every thread (or not known to be): left to L1
+            if columns and any(_inside(g.node, c.loop.node) for g in a.guards):
+                # Read under a condition inside the loop (`if (j < k) ... gamma[j]`): the vector may hold fewer
+                # elements than the row, so it is never loaded ahead for the whole row.
+                mixed.add(a.base)
+                out.pop(a.base, None)
+                continue
             if a.base in written or a.base in mixed:
                 continue
             p = ir.param(a.base)
