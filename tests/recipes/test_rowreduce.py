@@ -161,29 +161,31 @@ def test_layernorm_column_vectors_load_with_the_row_before_the_first_reduction()
     assert "kl_row_gamma" not in l1 and "gamma[j]" in l1
 
 
-def test_a_vector_read_at_two_offsets_stays_in_l1(tmp_path: Path) -> None:
+def _column_vectors_of_layernorm_with(tmp_path: Path, old: str, new: str) -> str:
+    """The "column vectors" binding of the layernorm sample with ``old`` replaced by ``new``."""
     src = (ROOT / "samples" / "layernorm.cu").read_text()
-    # gamma read at two offsets (j and cols + j: one register copy cannot stand for both); beta still is.
-    odd = src.replace("* gamma[j] + beta[j]", "* (gamma[j] + gamma[cols + j]) + beta[j]")
-    assert odd != src
-    path = tmp_path / "layernorm_odd.cu"
-    path.write_text(odd)
+    assert old in src
+    path = tmp_path / "layernorm_variant.cu"
+    path.write_text(src.replace(old, new))
     _, m = match(NAME, path, "layernorm")
     assert isinstance(m, Match), m
-    assert m.binding["column vectors"] == "beta (float)"
+    return m.binding["column vectors"]
+
+
+def test_a_vector_read_at_two_offsets_stays_in_l1(tmp_path: Path) -> None:
+    # gamma read at two offsets (j and cols + j: one register copy cannot stand for both); beta still is.
+    got = _column_vectors_of_layernorm_with(
+        tmp_path, "* gamma[j] + beta[j]", "* (gamma[j] + gamma[cols + j]) + beta[j]"
+    )
+    assert got == "beta (float)"
 
 
 def test_a_vector_read_under_a_condition_in_the_loop_stays_in_l1(tmp_path: Path) -> None:
-    src = (ROOT / "samples" / "layernorm.cu").read_text()
     # gamma only read for the first half of the row: it may hold fewer elements than the row, so it is never
     # loaded ahead for the whole row; beta still is.
-    odd = src.replace(
+    got = _column_vectors_of_layernorm_with(
+        tmp_path,
         "yr[j] = (xr[j] - mean) * inv_std * gamma[j] + beta[j];",
         "float g = 1.0f;\n        if (j < cols / 2) g = gamma[j];\n        yr[j] = (xr[j] - mean) * inv_std * g + beta[j];",
     )
-    assert odd != src
-    path = tmp_path / "layernorm_half_gamma.cu"
-    path.write_text(odd)
-    _, m = match(NAME, path, "layernorm")
-    assert isinstance(m, Match), m
-    assert m.binding["column vectors"] == "beta (float)"
+    assert got == "beta (float)"
