@@ -6,7 +6,8 @@ Order of gates, each with a named verdict when it fails:
    the structured launch fields (:mod:`kernellsp.optimize.verify.scope`), checked before anything compiles;
 2. ``compile_error``: the candidate's harness does not build; in the loop's rounds only
    (``screen_speedup``), one A/B timing round follows, and a candidate that cannot become the round's
-   champion is refused ``not_faster`` here, before its correctness runs (rounds only select; a candidate
+   champion is refused here, before its correctness runs: ``not_faster`` when it cannot clear the minimum
+   gain, ``outpaced`` when it cannot beat the round's accepted lead (rounds only select; a candidate
    that passes the screen goes through every gate below, and the final verification never screens);
 3. correctness, on every declared shape (small edge shapes first), baseline and candidate in
    separate processes, one process per shape running every input set: several seeds of the spec's
