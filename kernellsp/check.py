@@ -228,7 +228,9 @@ def check_text(
     if build_result is not None:
         report.findings.extend(_compiler_findings(ruleset, path, model, build_result, search_dirs))
     spec_by_entry = {b.entry: b for b in bound}
-    launched_by_entry = {s.kernel for b in bound for s in model.launch_sites if s.caller == b.entry}
+    launched_by_entry = {
+        s.kernel for b in bound for s in model.launch_sites if s.caller in model.launchers(b.entry)
+    }
     facts = analysis.analyse(model)
     for fn in model.kernels:
         kf = facts.get(fn.name) or analysis.KernelFacts(fn.name)
@@ -301,7 +303,7 @@ def annotate_fixes(
     kernels = {k for k, _ in wanted}
     available: dict[tuple[str, str], str] = {}
     for b in bound:
-        targets = {b.entry} | {s.kernel for s in model.launch_sites if s.caller == b.entry}
+        targets = {b.entry} | {s.kernel for s in model.launch_sites if s.caller in model.launchers(b.entry)}
         if not targets & kernels:
             continue
         for row in explain(model, b.entry, b):

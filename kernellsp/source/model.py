@@ -117,6 +117,8 @@ class SourceModel:
     launch_sites: list[LaunchSite] = field(default_factory=list)
     spec_blocks: list[CommentBlock] = field(default_factory=list)
     defines: dict[str, str] = field(default_factory=dict)
+    #: Function-like macros: name -> (parameter names, replacement text); ``...`` stands for ``__VA_ARGS__``.
+    macros: dict[str, tuple[list[str], str]] = field(default_factory=dict)
     syntax_errors: list[Span] = field(default_factory=list)
     includes: list[str] = field(default_factory=list)
     has_main: bool = False
@@ -153,6 +155,49 @@ class SourceModel:
     def launches_of(self, kernel: str) -> list[LaunchSite]:
         return [s for s in self.launch_sites if s.kernel == kernel]
 
+    def host_calls(self, caller: str) -> list[tuple[str, list[str], int]]:
+        """Calls from host function ``caller`` to other host functions of this file with a body:
+        ``(callee, argument texts, byte offset of the call)``, in source order."""
+        fn = self.function(caller)
+        if fn is None or fn.body_span is None or self.tree is None:
+            return []
+        hosts = {f.name for f in self.functions if f.kind == "host" and f.has_body and f.name != caller}
+        data = self.text.encode("utf-8", errors="replace")
+        node = self.tree.root_node.descendant_for_byte_range(fn.body_span.start_byte, fn.body_span.end_byte)
+        out: list[tuple[str, list[str], int]] = []
+        stack = [node] if node is not None else []
+        while stack:
+            n = stack.pop()
+            if n.type == "call_expression" and not any(c.type == "kernel_call_syntax" for c in n.children):
+                f = n.child_by_field_name("function")
+                if f is not None and f.type == "template_function":
+                    f = f.child_by_field_name("name")
+                name = (
+                    data[f.start_byte : f.end_byte].decode("utf-8", errors="replace") if f is not None else ""
+                )
+                name = name.split("::")[-1]
+                if name in hosts:
+                    argl = n.child_by_field_name("arguments")
+                    args = [
+                        data[a.start_byte : a.end_byte].decode("utf-8", errors="replace")
+                        for a in (argl.named_children if argl is not None else [])
+                        if a.type != "comment"
+                    ]
+                    out.append((name, args, n.start_byte))
+            stack.extend(reversed(n.children))
+        return sorted(out, key=lambda c: c[2])
+
+    def launchers(self, entry: str) -> list[str]:
+        """``entry`` and the host functions of this file it calls, transitively: whoever may launch its kernels."""
+        out = [entry]
+        i = 0
+        while i < len(out) and len(out) < 32:
+            for callee, _args, _at in self.host_calls(out[i]):
+                if callee not in out:
+                    out.append(callee)
+            i += 1
+        return out
+
 
 @lru_cache(maxsize=1)
 def _parser() -> tree_sitter.Parser:
@@ -187,6 +232,39 @@ class _Text:
         return self.data[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
 
 
+# Comments and literals (skipped: what looks like a directive inside them is not one), then the two
+# spellings masked for the parser: `#pragma ...` lines (continuations included) and `__align__(N)`.
+_PARSER_MASK = re.compile(
+    rb"(?P<skip>//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*')"
+    rb"|(?P<pragma>(?m:^)[ \t]*#[ \t]*pragma\b(?:[^\n\\]|\\.|\\\n)*)"
+    rb"|(?P<align>\b__align__\s*\(\s*\w+\s*\))",
+    re.DOTALL,
+)
+
+
+def parser_view(data: bytes) -> bytes:
+    """The bytes tree-sitter parses: ``data`` with the spellings its grammar refuses masked as comments.
+
+    tree-sitter-cuda rejects a ``#pragma`` between a loop header and a brace-less body (``for (...)
+    #pragma unroll for (...) ...``) and ``__align__(N)`` in a declaration, both honest CUDA. Each is
+    replaced by a comment of *the same length*, so every node's byte range still addresses ``data``:
+    whoever reads a node's text reads the original bytes. A pragma thus never shows up as a statement
+    of a body (it is a comment node there), and the scope gate stays sound: its lexical scan of the
+    original text does not confirm these "comments", so it compares them as written.
+    """
+    if b"pragma" not in data and b"__align__" not in data:
+        return data
+
+    def mask(m: re.Match[bytes]) -> bytes:
+        raw = m.group(0)
+        if m.lastgroup == "skip" or len(raw) < 4 or b"*/" in raw:
+            return raw
+        inner = bytes(b if b in (0x0A, 0x0D) else 0x20 for b in raw[2:-2])
+        return b"/*" + inner + b"*/"
+
+    return _PARSER_MASK.sub(mask, data)
+
+
 # `// kernellsp: ignore[KL404]` is a suppression comment (kernellsp.rules.selection), not a spec.
 _SPEC_HEAD = re.compile(r"^\s*kernellsp\b(?!\s*:\s*ignore)[:\s]*", re.IGNORECASE)
 
@@ -196,7 +274,7 @@ def parse_source(text: str, path: str = "<buffer>") -> SourceModel:
     model = SourceModel(path=path, text=text, lines=text.split("\n"))
     data = text.encode("utf-8", errors="replace")
     try:
-        tree = _parser().parse(data)
+        tree = _parser().parse(parser_view(data))
     except Exception:  # pragma: no cover - tree-sitter does not raise on bad input, but never trust it
         return model
     model.tree = tree
@@ -243,11 +321,8 @@ def _walk(node: tree_sitter.Node, t: _Text, model: SourceModel, extern_c: bool) 
             for c in reversed(n.children):
                 stack.append((c, is_c or ext, tmpl, tmpl_node))
             continue
-        if typ in ("preproc_def",):
-            name = n.child_by_field_name("name")
-            value = n.child_by_field_name("value")
-            if name is not None:
-                model.defines[t.node_text(name)] = t.node_text(value).strip()
+        if typ in ("preproc_def", "preproc_function_def"):
+            _macro(n, t, model)
             continue
         if typ == "preproc_include":
             path_node = n.child_by_field_name("path")
@@ -258,6 +333,25 @@ def _walk(node: tree_sitter.Node, t: _Text, model: SourceModel, extern_c: bool) 
         # Descend into namespaces, preprocessor conditionals, ERROR recovery nodes, declaration lists.
         for c in reversed(n.children):
             stack.append((c, ext, None, None))
+
+
+def _macro(n: tree_sitter.Node, t: _Text, model: SourceModel) -> None:
+    """Record ``#define NAME value`` in :attr:`SourceModel.defines`, ``#define NAME(params) value`` in ``macros``."""
+    name = n.child_by_field_name("name")
+    if n.type == "preproc_def":
+        if name is not None:
+            model.defines[t.node_text(name)] = _without_comments(t.node_text(n.child_by_field_name("value")))
+        return
+    plist = n.child_by_field_name("parameters")
+    value = n.child_by_field_name("value")
+    if name is not None and plist is not None:
+        pnames = [t.node_text(c) for c in plist.children if c.is_named or t.node_text(c) == "..."]
+        model.macros[t.node_text(name)] = (pnames, _without_comments(t.node_text(value)))
+
+
+def _without_comments(value: str) -> str:
+    """A macro's replacement text without the comments tree-sitter leaves in it (``#define TX 8 // x``)."""
+    return re.sub(r"//[^\n]*|/\*.*?\*/", " ", value, flags=re.DOTALL).strip()
 
 
 def _collect_errors(root: tree_sitter.Node, t: _Text, model: SourceModel) -> None:

@@ -109,7 +109,7 @@ def _optimize_actions(ls: KernelLspServer, params: types.CodeActionParams) -> li
         spans += [
             (model.function(s.kernel).span)  # type: ignore[union-attr]
             for s in model.launch_sites
-            if s.caller == entry and model.function(s.kernel) is not None
+            if s.caller in model.launchers(entry) and model.function(s.kernel) is not None
         ]
         if not any(sp.start_line <= end and start <= sp.end_line for sp in spans):
             continue
@@ -117,7 +117,8 @@ def _optimize_actions(ls: KernelLspServer, params: types.CodeActionParams) -> li
             d
             for d in params.context.diagnostics or []
             if isinstance(d.data, dict)
-            and d.data.get("kernel") in (entry, *[s.kernel for s in model.launch_sites if s.caller == entry])
+            and d.data.get("kernel")
+            in (entry, *[s.kernel for s in model.launch_sites if s.caller in model.launchers(entry)])
         ]
         kind = types.CodeActionKind.QuickFix if diags and quick else types.CodeActionKind.RefactorRewrite
         if kind == types.CodeActionKind.RefactorRewrite and not rewrite:

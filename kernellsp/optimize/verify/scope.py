@@ -390,6 +390,17 @@ def launch_config_violation(
     """
     if entry is None or entry in targets:
         return None
+    for caller in bm.launchers(entry):
+        bad = _launcher_config_violation(bm, cm, targets, caller)
+        if bad is not None:
+            return bad
+    return None
+
+
+def _launcher_config_violation(
+    bm: SourceModel, cm: SourceModel, targets: set[str], entry: str
+) -> ScopeResult | None:
+    """:func:`launch_config_violation` for the launches in one host function ``entry``."""
     launcher = bm.function(entry)
     if launcher is None or not launcher.has_body:
         return None
@@ -540,5 +551,8 @@ def edit_targets(model: SourceModel, entry: str) -> list[str]:
     fn = model.function(entry)
     if fn is None or fn.kind == "global":
         return [entry]
-    launched = sorted({s.kernel for s in model.launch_sites if s.caller == entry})
+    # The entry's own launches, and those of the host functions it calls (a `solve` that calls the
+    # project's `launch_gemm(...)`).
+    callers = set(model.launchers(entry))
+    launched = sorted({s.kernel for s in model.launch_sites if s.caller in callers})
     return [k for k in launched if (f := model.function(k)) is not None and f.kind == "global"]

@@ -34,8 +34,9 @@ def editable_spans(
     if entry is not None and entry not in targets:
         # A host launcher's launches of the targeted kernels: their grid and block expressions may change
         # (scope.launch_config_violation says with what).
+        callers = set(model.launchers(entry))
         for ls in model.launch_sites:
-            if ls.caller == entry and ls.kernel in targets:
+            if ls.caller in callers and ls.kernel in targets:
                 spans.extend((sp.start_byte, sp.end_byte, "launch-config") for sp in ls.config_spans[:2])
     spans.sort()
     merged: list[tuple[int, int, str]] = []

@@ -33,6 +33,7 @@ from kernellsp.source.spec.edit import (
 from kernellsp.source.spec.models import (
     CTYPE_DTYPES,
     DTYPE_BYTES,
+    DTYPE_CTYPE,
     DTYPES,
     FLOAT_DTYPES,
     VECTOR_WIDTH,
@@ -59,6 +60,7 @@ __all__ = [
     "CTYPE_DTYPES",
     "DTYPES",
     "DTYPE_BYTES",
+    "DTYPE_CTYPE",
     "FLOAT_DTYPES",
     "VECTOR_WIDTH",
     "ArgSpec",

@@ -29,6 +29,22 @@ DTYPE_BYTES = {
 }
 FLOAT_DTYPES = ("f16", "bf16", "f32", "f64")
 
+#: The C type a buffer of each spec dtype holds (what a kernel declares its elements with).
+DTYPE_CTYPE = {
+    "f16": "__half",
+    "bf16": "__nv_bfloat16",
+    "f32": "float",
+    "f64": "double",
+    "i8": "signed char",
+    "u8": "unsigned char",
+    "i16": "short",
+    "u16": "unsigned short",
+    "i32": "int",
+    "u32": "unsigned int",
+    "i64": "long long",
+    "u64": "unsigned long long",
+}
+
 #: C/CUDA element types and the spec dtypes they accept. Vector types hold several scalars: the
 #: spec counts scalars, the harness reinterprets (``float4*`` with ``count = "N"`` holds N floats).
 CTYPE_DTYPES: dict[str, tuple[str, ...]] = {
