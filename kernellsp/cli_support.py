@@ -273,16 +273,22 @@ def _print_explain(file: Path, text: str, entry: str, json_out: bool) -> None:
     """``optimize --explain``: every recipe against the entry's kernels, matched with its binding or declined."""
     import json
 
-    from kernellsp.optimize.propose.recipes import explain
+    from kernellsp.optimize.propose.recipes import canonical_passes, explain
     from kernellsp.source.model import parse_source
 
-    rows = explain(parse_source(text, str(file)), entry)
+    model = parse_source(text, str(file))
+    rows = explain(model, entry)
+    fired = canonical_passes(model, entry)
     if json_out:
+        passes = [{"pass": f.name, "kernel": f.kernel, "notes": list(f.notes)} for f in fired]
         typer.echo(
-            json.dumps({"path": str(file), "entry": entry, "recipes": [r.to_dict() for r in rows]}, indent=2)
+            json.dumps(
+                {"path": str(file), "entry": entry, "passes": passes, "recipes": [r.to_dict() for r in rows]},
+                indent=2,
+            )
         )
         return
-    typer.echo(explain_text(file, entry, rows))
+    typer.echo(explain_text(file, entry, rows, fired))
 
 
 def _optimize_html(path: Path, file: Path, entry: str, result: Any, runner: Any, settings: Settings) -> None:

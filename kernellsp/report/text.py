@@ -67,9 +67,13 @@ def history_text(records: Iterable[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def explain_text(file: Path, entry: str, rows: list[Any]) -> str:
-    """``optimize --explain``: every recipe check, matched ones first (with the binding), then the declined."""
+def explain_text(file: Path, entry: str, rows: list[Any], fired: list[Any] | None = None) -> str:
+    """``optimize --explain``: the canonicalisation passes that fired, then every recipe check, matched ones
+    first (with the binding), then the declined."""
     lines = [f"{file}:{entry}: {sum(r.matched for r in rows)} of {len(rows)} recipe checks match"]
+    for f in fired or []:
+        where = f" on {f.kernel}" if f.kernel != entry else ""
+        lines.append(f"  after    {f.name}{where}: " + "; ".join(f.notes))
     for r in sorted(rows, key=lambda r: (not r.matched, r.kernel, r.recipe)):
         where = f" on {r.kernel}" if r.kernel and r.kernel != entry else ""
         if r.matched:

@@ -177,6 +177,18 @@ def test_host_launcher_with_256_thread_blocks_keeps_its_launch_and_loops_over_ti
         path = tmp_path / "k.cu"
         res = nvcc.build(path, cand, parse_source(cand, str(path)), use_cache=False)
         assert res.ok, [str(x) for x in res.messages if x.severity == "error"][:3]
-    # Another block size: the tensor-core kernels need 256 threads, and this recipe keeps the host's launch.
-    got = _match(HOST_LAUNCHED.replace("THREADS", "128"), "solve")
-    assert not isinstance(got, Match) and "256 threads" in got.reason  # type: ignore[attr-defined]
+    # Another block size: the tensor-core kernels need 256 threads, so the launcher's launch is rewritten
+    # (grid and block only): a persistent grid whose blocks loop over the tiles.
+    text128 = HOST_LAUNCHED.replace("THREADS", "128")
+    got = _match(text128, "solve")
+    assert isinstance(got, Match) and got.data.relaunch and "relaunched" in got.binding["launch"]
+    ctx128 = contexts_for(parse_source(text128, "k.cu"), "solve")[0]
+    rw128 = r.generate(ctx128, got, {"tile": "128x128x32/w64x32"})
+    assert rw128.host_config == ("528", "256")
+    cand128 = add_includes(
+        splice_kernel(text128, rw128.kernel, rw128.code, None, rw128.host_config, "solve"), rw128.includes
+    )
+    assert "hgemm_1d<<<528, 256>>>(A, B, C, M, N, K);" in cand128
+    assert check_scope(
+        text128, cand128, edit_targets(parse_source(text128, "k.cu"), "solve"), entry="solve"
+    ).ok

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,9 @@ def test_the_median_sample_binds_its_window_and_specialises_the_radius() -> None
     cands = candidates(NAME, MEDIAN, "median_filter")
     assert [p for p, _, _ in cands] == [{"order": "asc"}, {"order": "desc"}]
     code = cands[0][1].code
-    assert "if (radius == 7)" in code and "#pragma unroll\n        for (int j = -r; j <= r; ++j)" in code
+    assert "if (radius == 7)" in code and re.search(
+        r"#pragma unroll\n *for \(int j = -r; j <= r; \+\+j\)", code
+    )
     assert "(window[kl_b] < window[kl_a]) || (kl_b < kl_a && window[kl_b] == window[kl_a])" in code
     # Other radii run the user's insertion sort, verbatim.
     assert "while (b >= 0 && window[b] > v)" in code.split("} else {")[-1]

@@ -114,6 +114,15 @@ def _for_loop(ir: KernelIR, n: tree_sitter.Node) -> Loop:
     cond = n.child_by_field_name("condition")
     conds, _exact = conjuncts(ir, cond) if cond is not None else ([], True)
     update = n.child_by_field_name("update")
+    if var is None and init is None and update is not None:
+        # `for (; k < n; k++)`: a loop continuing a counter set before it (a remainder loop).
+        target = (
+            update.child_by_field_name("argument")
+            if update.type == "update_expression"
+            else update.child_by_field_name("left")
+        )
+        if target is not None and target.type == "identifier":
+            var = ir.text(target)
     if var is not None and update is not None:
         step = _step_of(ir, update, var)
     return Loop(

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from kernellsp.source.ir.cexpr import c_divmod, int_literal
 from kernellsp.source.ir.poly import AXES, BUILTINS, Poly, fold_gid
 from kernellsp.source.ir.records import LocalVar
 
@@ -14,7 +14,6 @@ if TYPE_CHECKING:
 
     from kernellsp.source.ir.kernel import KernelIR
 
-_INT_LIT = re.compile(r"^(0[xX][0-9a-fA-F]+|0[bB][01]+|\d+)([uUlL]*)$")
 _SIGNED_INT_TYPES = (
     "int",
     "long",
@@ -138,6 +137,8 @@ def _record_call(ir: KernelIR, n: tree_sitter.Node) -> None:
     elif (
         name.startswith("__shfl")
         or name.startswith("__reduce_")
+        or name.replace(" ", "")
+        in ("cg::reduce", "cooperative_groups::reduce", "cg::inclusive_scan", "cg::exclusive_scan")
         or name in ("__ballot_sync", "__any_sync", "__all_sync", "__match_any_sync")
     ):
         ir.warp_ops.append(n)
@@ -235,20 +236,6 @@ def _subscript_parts(
     return base, idx
 
 
-def _int_literal(text: str) -> int | None:
-    m = _INT_LIT.match(text.strip())
-    if not m:
-        return None
-    body = m.group(1)
-    if body[:2].lower() == "0x":
-        return int(body, 16)
-    if body[:2].lower() == "0b":
-        return int(body[2:], 2)
-    if len(body) > 1 and body.startswith("0"):
-        return int(body, 8)
-    return int(body)
-
-
 #: Casts spelled as calls that keep an integer index an integer.
 _INT_CASTS = (
     "static_cast<int>",
@@ -266,7 +253,7 @@ def _to_poly(ir: KernelIR, n: tree_sitter.Node, seen: frozenset[str], depth: int
         return None
     t = n.type
     if t == "number_literal":
-        v = _int_literal(ir.text(n))
+        v = int_literal(ir.text(n))
         return Poly.const(v) if v is not None else None
     if t == "identifier":
         return _identifier_poly(ir, n, seen, depth)
@@ -307,12 +294,79 @@ def _identifier_poly(ir: KernelIR, n: tree_sitter.Node, seen: frozenset[str], de
             and name not in seen
             and not _is_loop_var(ir, name)
         ):
-            return _to_poly(ir, var.value_node, seen | {name}, depth + 1)
+            got = _to_poly(ir, var.value_node, seen | {name}, depth + 1)
+            if got is None and uniform_value(ir, var.value_node):
+                # `const int half = n / 2;`: not a polynomial, but the same for every thread, so an
+                # opaque symbol like a parameter (the uniform-atoms pass names such subexpressions).
+                return Poly.sym(name)
+            return got
         return Poly.sym(name)
     if name in ir.model.defines:
         v = _define_value(ir, name)
         return Poly.const(v) if v is not None else Poly.sym(name)
     return Poly.sym(name)
+
+
+#: Calls whose value depends only on their arguments (a uniform argument list gives a uniform value).
+_PURE_INT_CALLS = frozenset(
+    (
+        "min",
+        "max",
+        "umin",
+        "umax",
+        "abs",
+        "__clz",
+        "__popc",
+        "__ffs",
+        "ceil",
+        "floor",
+        "sqrt",
+        "sqrtf",
+        "log2",
+        "log2f",
+        "ceilf",
+        "floorf",
+        "rsqrtf",
+    )
+)
+
+
+def uniform_value(ir: KernelIR, n: tree_sitter.Node) -> bool:
+    """Is ``n`` the same for every thread of the launch: parameters (never written), ``blockDim``/``gridDim``,
+    literals, other uniform locals, pure calls of those; no loads, no thread or block index?"""
+    for c in walk(n):
+        t = c.type
+        if t in ("subscript_expression", "assignment_expression", "update_expression", "pointer_expression"):
+            return False
+        if t == "call_expression" and ir.text(c.child_by_field_name("function")) not in _PURE_INT_CALLS:
+            return False
+        if t == "field_expression":
+            arg = ir.text(c.child_by_field_name("argument"))
+            if arg not in ("blockDim", "gridDim"):
+                return False
+        if t == "identifier":
+            p = c.parent
+            if p is not None and (
+                p.type == "field_expression"
+                or (p.type == "call_expression" and p.child_by_field_name("function") == c)
+            ):
+                continue
+            name = ir.text(c)
+            var = ir.locals.get(name)
+            if var is not None:
+                if var.assignments or var.shadowed or var.value_node is None or _is_loop_var(ir, name):
+                    return False
+                if var.value_node is not n and not uniform_value(ir, var.value_node):
+                    return False
+                continue
+            param = ir.param(name)
+            if param is not None and param.is_pointer:
+                return False
+            if param is None and name not in ir.model.defines and name not in ("threadIdx", "blockIdx"):
+                continue  # a file-scope constant or an enumerator
+            if name in ("threadIdx", "blockIdx"):
+                return False
+    return True
 
 
 def _call_poly(ir: KernelIR, n: tree_sitter.Node, seen: frozenset[str], depth: int) -> Poly | None:
@@ -356,14 +410,12 @@ def _binary_poly(ir: KernelIR, n: tree_sitter.Node, seen: frozenset[str], depth:
 
 
 def _fold_int_op(op: str, av: int, bv: int) -> int:
-    """``av / bv``, ``av >> bv`` or ``av % bv`` with C's truncation toward zero."""
-    if op == "/":
-        q = abs(av) // abs(bv)
-        return q if (av >= 0) == (bv >= 0) else -q
+    """``av / bv``, ``av >> bv`` or ``av % bv`` with C's truncation toward zero (``bv`` is not 0)."""
     if op == ">>":
         return av >> bv
-    r = abs(av) % abs(bv)
-    return r if av >= 0 else -r
+    got = c_divmod(op, av, bv)
+    assert got is not None
+    return got
 
 
 def _unary_poly(ir: KernelIR, n: tree_sitter.Node, seen: frozenset[str], depth: int) -> Poly | None:
@@ -380,12 +432,10 @@ def _unary_poly(ir: KernelIR, n: tree_sitter.Node, seen: frozenset[str], depth: 
 
 
 def _define_value(ir: KernelIR, name: str) -> int | None:
-    raw = (ir.model.defines.get(name) or "").strip()
-    for _ in range(4):
-        raw = raw.strip()
-        if raw.startswith("(") and raw.endswith(")"):
-            raw = raw[1:-1]
-    return _int_literal(raw)
+    """A ``#define`` constant's value, expressions of earlier constants included (``(2 * RADIUS + 1)``)."""
+    from kernellsp.source.ir.cexpr import file_constants
+
+    return file_constants(ir.model).get(name)
 
 
 def _is_loop_var(ir: KernelIR, name: str) -> bool:

@@ -79,6 +79,41 @@ class KernelIR:
         """The top-level statements of the body, comments excluded."""
         return [c for c in self.body.named_children if c.type != "comment"]
 
+    def uniform_locals(self) -> set[str]:
+        """Locals with one value that is the same for every thread (parameters, sizes, ``n / 2``, ``min(a, b)``)."""
+        from kernellsp.source.ir.expressions import uniform_value
+
+        return {
+            name
+            for name, v in self.locals.items()
+            if v.assignments == 0
+            and not v.shadowed
+            and not v.is_pointer
+            and not v.is_array
+            and not v.shared
+            and v.value_node is not None
+            and uniform_value(self, v.value_node)
+        }
+
+    def flat_statements(self) -> list[tree_sitter.Node]:
+        """The body's statements with a closing guard opened: ``decls; if (c) { S }`` gives ``decls + S``.
+
+        In normal form (``structured-exits``) a kernel is its declarations followed by the guard that
+        bounds its threads; a recipe that looks for the statements doing the work reads them here,
+        and the guard's conditions in :meth:`guards_of` of any of them.
+        """
+        stmts = self.statements()
+        while (
+            stmts
+            and stmts[-1].type == "if_statement"
+            and stmts[-1].child_by_field_name("alternative") is None
+        ):
+            cons = stmts[-1].child_by_field_name("consequence")
+            if cons is None or cons.type != "compound_statement":
+                break
+            stmts = stmts[:-1] + [c for c in cons.named_children if c.type != "comment"]
+        return stmts
+
     def poly(self, node: tree_sitter.Node | None, divmod: bool = False) -> Poly | None:
         """The expression as a polynomial (locals substituted, ``gid`` folded), or ``None``.
 
@@ -95,7 +130,10 @@ class KernelIR:
             p = _to_poly(self, node, frozenset())
         finally:
             self._divmod_atoms = False
-        return fold_gid(p) if p is not None else None
+        if p is None:
+            return None
+        p = fold_gid(p)
+        return _recombine_digits(p, self.divmods) if divmod and self.divmods else p
 
     def guards_of(self, node: tree_sitter.Node) -> list[Guard]:
         return _guards_of(self, node)
@@ -132,6 +170,23 @@ class KernelIR:
                 f"{a.func}({a.target.base if a.target else '?'}, {a.value_text})" for a in self.atomics
             ],
         }
+
+
+def _recombine_digits(p: Poly, divmods: dict[str, tuple[str, Poly, Poly]]) -> Poly:
+    """``c*T*div(x|T) + c*mod(x|T)`` becomes ``c*x`` (C's ``/`` and ``%`` satisfy ``(x/T)*T + x%T == x``)."""
+    for name, (op, num, den) in divmods.items():
+        if op != "%":
+            continue
+        div = f"div({num}|{den})"
+        if div not in divmods:
+            continue
+        c = p.coeff(name)
+        if c == Poly():
+            continue
+        expected = c * den * Poly.sym(div)
+        if all(p.terms.get(m) == v for m, v in expected.terms.items()):
+            p = p - expected - c * Poly.sym(name) + c * num
+    return p
 
 
 def kernel_ir(model: SourceModel, fn: Function | str) -> KernelIR | None:

@@ -27,6 +27,7 @@ from kernellsp.optimize.propose.recipes.base import (
     contexts_for,
 )
 from kernellsp.source import spec as specmod
+from kernellsp.source.ir.canon import Firing
 from kernellsp.source.model import SourceModel
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "RecipeError",
     "RecipeExplanation",
     "Rewrite",
+    "canonical_passes",
     "explain",
     "recipe",
     "recipes",
@@ -153,6 +155,13 @@ class RecipeExplanation:
             "reason": self.reason,
             "params": self.params,
         }
+
+
+def canonical_passes(model: SourceModel, entry: str, spec: specmod.BoundSpec | None = None) -> list[Firing]:
+    """The canonicalisation passes that changed the entry's kernels before the recipes matched, in order."""
+    ctxs = contexts_for(model, entry, spec)
+    canon = ctxs[0].canon if ctxs else None
+    return list(canon.fired) if canon is not None else []
 
 
 def explain(model: SourceModel, entry: str, spec: specmod.BoundSpec | None = None) -> list[RecipeExplanation]:

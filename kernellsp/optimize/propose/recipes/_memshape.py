@@ -285,7 +285,12 @@ def _split_args(text: str) -> list[str]:
 
 
 def block_dims(ctx: RecipeContext) -> tuple[int, int, int] | None:
-    """The block the kernel runs with (main shape): the host's launch, or the spec's."""
+    """The block the kernel runs with (main shape): the host's launch, or the spec's (the launch model first)."""
+    lm = ctx.launch_model
+    if lm is not None and lm.complete and lm.shapes:
+        block = [lm.block_dim(a) for a in range(3)]
+        if all(d is not None for d in block):
+            return int(block[0] or 0), int(block[1] or 0), int(block[2] or 0)
     if ctx.host_launched:
         if ctx.launch_site is None or len(ctx.launch_site.config) < 2:
             return None

@@ -39,23 +39,12 @@ from typing import Any
 from kernellsp.source import exprs
 from kernellsp.source import spec as specmod
 from kernellsp.source.ir import KernelIR, kernel_ir
+from kernellsp.source.ir.canon import Canonical, canonicalize
+from kernellsp.source.ir.launch import KernelLaunch
 from kernellsp.source.model import Function, LaunchSite, SourceModel
 
 #: C element types by spec dtype (what a recipe declares registers and shared arrays with).
-DTYPE_CTYPE = {
-    "f16": "__half",
-    "bf16": "__nv_bfloat16",
-    "f32": "float",
-    "f64": "double",
-    "i8": "signed char",
-    "u8": "unsigned char",
-    "i16": "short",
-    "u16": "unsigned short",
-    "i32": "int",
-    "u32": "unsigned int",
-    "i64": "long long",
-    "u64": "unsigned long long",
-}
+DTYPE_CTYPE = specmod.DTYPE_CTYPE
 #: Bytes of C element types recipes handle (after typedef-free normalisation).
 CTYPE_BYTES = {
     "float": 4,
@@ -141,6 +130,8 @@ class RecipeContext:
     #: The entry is a host launcher and ``kernel`` one of the kernels it launches.
     host_launched: bool = False
     launch_site: LaunchSite | None = None
+    #: The canonicalisation that produced ``model`` (its fired passes are printed by ``--explain``).
+    canon: Canonical | None = None
 
     @property
     def text(self) -> str:
@@ -175,7 +166,8 @@ class RecipeContext:
         out: dict[str, str] = {}
         if self.launch_site is not None and self.launch_site.template_args:
             vals = [v.strip() for v in self.launch_site.template_args.strip("<>").split(",")]
-            out.update({n: v for n, v in zip(names, vals, strict=False)})
+            # A launcher template passing its own parameter on (`k<T><<<...>>>`) says nothing here.
+            out.update({n: v for n, v in zip(names, vals, strict=False) if specmod.dtype_for_ctype(v)})
         for p in self.ir.pointer_params:
             if p.ctype in names and p.ctype not in out:
                 a = self.arg_spec(p.name)
@@ -220,8 +212,18 @@ class RecipeContext:
     def launch(self) -> specmod.LaunchSpec | None:
         return self.spec.spec.launch if self.spec is not None and not self.host_launched else None
 
+    @property
+    def launch_model(self) -> KernelLaunch | None:
+        """How the kernel is launched at every declared shape (the one launch model: spec or host launcher)."""
+        return self.canon.launches.get(self.kernel.name) if self.canon is not None else None
+
     def block_threads(self) -> int | None:
         """Threads per block the kernel runs with (main shape), from the spec or the launch site."""
+        lm = self.launch_model
+        if lm is not None and lm.shapes and lm.complete:
+            block = [lm.block_dim(a) or 0 for a in range(3)]
+            if all(block):
+                return block[0] * block[1] * block[2]
         if self.host_launched:
             if self.launch_site is None or len(self.launch_site.config) < 2:
                 return None
@@ -241,6 +243,9 @@ class RecipeContext:
 
     def block_is_1d(self) -> bool:
         """Is the block one-dimensional (``blockDim.y == blockDim.z == 1``) for every shape?"""
+        lm = self.launch_model
+        if lm is not None and lm.shapes and lm.complete:
+            return lm.block_dim(1) == 1 and lm.block_dim(2) == 1
         if self.host_launched:
             if self.launch_site is None or len(self.launch_site.config) < 2:
                 return False
@@ -391,6 +396,11 @@ def contexts_for(
     if fn is None or not fn.has_body:
         return []
     bound = spec if spec is not None else specmod.entry_spec(model, entry)
+    # Recipes match the normal form: the kernels after the canonicalisation passes (their text is
+    # still CUDA; a recipe's code replaces the kernel in the original file).
+    canon = canonicalize(model, entry, bound, kernels=edit_targets(model, entry))
+    model = canon.model
+    fn = model.function(entry) or fn
     out: list[RecipeContext] = []
     for name in edit_targets(model, entry):
         k = model.function(name)
@@ -402,7 +412,8 @@ def contexts_for(
         host = fn.kind != "global"
         site = None
         if host:
-            sites = [s for s in model.launch_sites if s.kernel == name and s.caller == entry]
+            callers = set(model.launchers(entry))
+            sites = [s for s in model.launch_sites if s.kernel == name and s.caller in callers]
             site = sites[0] if len(sites) == 1 else None
-        out.append(RecipeContext(model, entry, fn, k, ir, bound, host, site))
+        out.append(RecipeContext(model, entry, fn, k, ir, bound, host, site, canon))
     return out

@@ -42,13 +42,47 @@ def match(ctx: RecipeContext) -> Match | Decline:
             f"{strided[0].param} is interleaved (stride {strided[0].stride} per element): the coalesce "
             "recipe applies"
         )
-    if ctx.host_launched and el.form == "2d":
+    if ctx.host_launched and el.form in ("2d", "3d") and not _host_launch_covers(ctx, el):
         return Decline(
-            "a 2-D kernel behind a host launcher: its launch (which may not cover the image) must stay, "
-            "and a linearised loop cannot reproduce which pixels it reaches"
+            f"a {el.form.upper()} kernel behind a host launcher whose launch does not provably cover the "
+            "whole image at every declared shape: a linearised loop could reach pixels the original does not"
         )
     declined = ew.launch_decline(ctx, el)
     return declined if declined is not None else Match(el.binding(ctx), el)
+
+
+def _host_launch_covers(ctx: RecipeContext, el: ew.ElementLoop) -> bool:
+    """Does the host's launch reach every (x, y[, z]) of the guarded extent at every declared shape?"""
+    lm = ctx.launch_model
+    if lm is None or not lm.complete or not lm.shapes:
+        return False
+    w = el.element.coeff("gid.y")
+    plane = el.element.coeff("gid.z") if el.form == "3d" else None
+    for s in lm.shapes:
+        env = dict(s.params)
+        vals = [_value(p, env) for p in (w, plane, el.bound) if p is not None]
+        if any(v is None for v in vals):
+            return False
+        wv, *rest = vals
+        n = rest[-1]
+        pv = rest[0] if plane is not None else n
+        if s.threads(0) < (wv or 0) or s.threads(1) * (wv or 1) < (pv or 0):
+            return False
+        if plane is not None and s.threads(2) * (pv or 1) < (n or 0):
+            return False
+    return True
+
+
+def _value(p: Any, env: dict[str, int]) -> int | None:
+    total = 0
+    for mono, c in p.terms.items():
+        term = c
+        for sym in mono:
+            if sym not in env:
+                return None
+            term *= env[sym]
+        total += term
+    return total
 
 
 def points(ctx: RecipeContext, m: Match) -> list[dict[str, Any]]:

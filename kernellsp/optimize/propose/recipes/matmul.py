@@ -63,6 +63,8 @@ PARAMS: dict[str, list[Any]] = {"tile": list(TILES), "orient": ["AB", "BA"]}
 MAX_SPILL_BYTES = 128
 #: Points offered (best first), before the ptxas prune.
 MAX_POINTS = 8
+#: Blocks of a relaunched host kernel: 4 per multiprocessor of an H100 (132), each looping over tiles.
+PERSISTENT_GRID = 528
 
 
 @dataclass
@@ -74,6 +76,9 @@ class Gemm:
     n_spec: str | None
     batch_spec: str | None
     host_block: int | None = None
+    #: Under a host launcher whose block no tile fits: relaunch with the tile's block and a persistent grid
+    #: of :data:`PERSISTENT_GRID` blocks that loop over the tiles (any grid is correct for a tile loop).
+    relaunch: bool = False
 
 
 G = TypeVar("G", bound=Gemm)
@@ -86,10 +91,12 @@ def match(ctx: RecipeContext) -> Match | Decline:
     got = classify(ctx, p)
     if isinstance(got, str):
         return Decline(got)
-    return Match(describe(got.binding, got.host_block), got)
+    return Match(describe(got.binding, got.host_block, relaunch=got.relaunch), got)
 
 
-def describe(b: cg.GemmBinding, host_block: int | None, **extra: str) -> dict[str, str]:
+def describe(
+    b: cg.GemmBinding, host_block: int | None, relaunch: bool = False, **extra: str
+) -> dict[str, str]:
     """The binding as ``--explain`` shows it (``extra`` lines after the sizes)."""
     out = {
         "A": f"{b.a.name} ({b.a.layout}-major, leading dimension {b.a.ld})",
@@ -101,7 +108,11 @@ def describe(b: cg.GemmBinding, host_block: int | None, **extra: str) -> dict[st
         "accumulator starts at": b.init.format(i="i", j="j"),
         "launch": f"kept (host block of {host_block} threads)"
         if host_block
-        else "spec launch field (1-D grid)",
+        else (
+            f"relaunched through the host launcher ({PERSISTENT_GRID} blocks looping over the tiles)"
+            if relaunch
+            else "spec launch field (1-D grid)"
+        ),
     }
     if b.batch is not None:
         out["batch"] = b.batch
@@ -226,16 +237,12 @@ def with_launch(
         dims = ms.block_dims(ctx)
         if dims is None:
             return "the host launch's block size could not be read (it must be a constant)"
-        if dims[1] != 1 or dims[2] != 1:
-            return (
-                f"the host launches blocks of {dims[0]}x{dims[1]}x{dims[2]}; {kernels} need a 1-D block "
-                "(this recipe keeps the host's launch)"
-            )
-        if dims[0] not in sizes:
-            return (
-                f"the host launches {dims[0]}-thread blocks; {kernels} use "
-                f"{' or '.join(str(n) for n in sorted(sizes))} threads per block (this recipe keeps the host's launch)"
-            )
+        if dims[1] != 1 or dims[2] != 1 or dims[0] not in sizes:
+            # The tiles need their own block: relaunch through the launcher (grid and block only).
+            if ctx.launch_site is None or len(ctx.launch_site.config) < 2:
+                return f"the host launches blocks of {dims[0]}x{dims[1]}x{dims[2]} and its launch cannot be rewritten"
+            g.relaunch = True
+            return g
         g.host_block = dims[0]
         return g
     extents = spec_extents(ctx, ci, cj, cb)
@@ -366,9 +373,11 @@ def generate(ctx: RecipeContext, m: Match, params: dict[str, Any]) -> Rewrite:
         raise RecipeError(f"tile {name} needs {tile.threads}-thread blocks; the host launches {g.host_block}")
     b = oriented(g.binding, orient)
     try:
-        code = cg.gemm_body(b, tile, tile_loop=g.host_block is not None)
+        code = cg.gemm_body(b, tile, tile_loop=g.host_block is not None or g.relaunch)
     except ValueError as exc:
         raise RecipeError(str(exc)) from None
+    if g.relaunch:
+        return Rewrite(ctx.kernel.name, code, host_config=(str(PERSISTENT_GRID), str(tile.threads)))
     if g.host_block is not None:
         return Rewrite(ctx.kernel.name, code)
     assert g.m_spec is not None and g.n_spec is not None

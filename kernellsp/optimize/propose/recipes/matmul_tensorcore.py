@@ -33,7 +33,14 @@ from kernellsp.optimize.propose.recipes.base import (
     RecipeError,
     Rewrite,
 )
-from kernellsp.optimize.propose.recipes.matmul import Gemm, _roles, bind, describe, with_launch
+from kernellsp.optimize.propose.recipes.matmul import (
+    PERSISTENT_GRID,
+    Gemm,
+    _roles,
+    bind,
+    describe,
+    with_launch,
+)
 from kernellsp.source import spec as specmod
 
 NAME = "matmul-tensorcore"
@@ -65,7 +72,7 @@ def match(ctx: RecipeContext) -> Match | Decline:
     if isinstance(got, str):
         return Decline(got)
     inputs = f"{got.elem}, fp32 accumulation on tensor cores (WMMA 16x16x16)"
-    return Match(describe(got.binding, got.host_block, inputs=inputs), got)
+    return Match(describe(got.binding, got.host_block, relaunch=got.relaunch, inputs=inputs), got)
 
 
 def classify(ctx: RecipeContext, p: Product) -> MmaGemm | str:
@@ -111,9 +118,14 @@ def generate(ctx: RecipeContext, m: Match, params: dict[str, Any]) -> Rewrite:
     if tile is None:
         raise RecipeError(f"unknown tile {name!r} (known: {', '.join(TILES)})")
     try:
-        code = mc.mma_body(g.binding, tile, g.elem, tile_loop=g.host_block is not None)
+        code = mc.mma_body(g.binding, tile, g.elem, tile_loop=g.host_block is not None or g.relaunch)
     except ValueError as exc:
         raise RecipeError(str(exc)) from None
+    if g.relaunch:
+        threads = getattr(tile, "threads", 256)
+        return Rewrite(
+            ctx.kernel.name, code, includes=["<mma.h>"], host_config=(str(PERSISTENT_GRID), str(threads))
+        )
     if g.host_block is not None:
         return Rewrite(ctx.kernel.name, code, includes=["<mma.h>"])
     assert g.m_spec is not None and g.n_spec is not None

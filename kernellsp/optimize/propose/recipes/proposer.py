@@ -149,7 +149,9 @@ class RecipeProposer:
                 rw.code,
                 rw.launch,
                 rw.host_config,
-                rctx.entry if rctx.host_launched else None,
+                (rctx.launch_site.caller if rctx.launch_site is not None else rctx.entry)
+                if rctx.host_launched
+                else None,
             )
             text = add_includes(text, rw.includes)
         except (RecipeError, ProposerError, exprs.ExprError, ValueError):

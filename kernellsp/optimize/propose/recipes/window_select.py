@@ -334,7 +334,7 @@ def match(ctx: RecipeContext) -> Match | Decline:
     if isinstance(found, Decline):
         return found
     array, capacity, ctype = found
-    stmts = ir.statements()
+    stmts = ir.flat_statements()
     fill = next(
         (
             k
@@ -415,7 +415,7 @@ def generate(ctx: RecipeContext, m: Match, params: dict[str, Any]) -> Rewrite:
     if order not in ("asc", "desc"):
         raise RecipeError("order is asc or desc")
     ir = ctx.ir
-    stmts = ir.statements()
+    stmts = ir.flat_statements()
     fill, store = stmts[w.fill], stmts[w.store]
     less = "<" if order == "asc" else ">"
     # The fast path is the user's body with: the specialised sizes as constants up to the gather, the gather's
@@ -432,7 +432,7 @@ def generate(ctx: RecipeContext, m: Match, params: dict[str, Any]) -> Rewrite:
     rep = {n.id: special[n.id] for s in stmts[: w.fill] for n in walk(s) if n.id in special}
     # (the gather keeps its own lines' indentation: the pragma goes on a line of its own before it)
     rep[fill.id] = "#pragma unroll\n" + " " * fill.start_point[1] + replace_nodes(ir, fill, special)
-    for n in ir.body.named_children:
+    for n in fill.parent.named_children if fill.parent is not None else []:
         if fill.end_byte <= n.start_byte and n.end_byte <= store.start_byte:
             rep[n.id] = ""
     right = _assignments(store)[0].child_by_field_name("right")

@@ -249,6 +249,24 @@ def _add_stream_access(
     return None
 
 
+def _computed_index(ir: KernelIR, a: Access) -> bool:
+    """Is the (non-polynomial) index a function of the element and uniform values only, loading nothing?"""
+    idx = a.node.child_by_field_name("indices") if a.node.type == "subscript_expression" else None
+    if idx is None:
+        return False
+    for n in walk(idx):
+        if n.type in (
+            "subscript_expression",
+            "pointer_expression",
+            "assignment_expression",
+            "update_expression",
+        ):
+            return False
+        if n.type == "call_expression" and ir.text(n.child_by_field_name("function")) not in ("min", "max"):
+            return False
+    return ir.poly(next(iter(idx.named_children)), divmod=True) is not None
+
+
 def _other_reads_decline(
     ir: KernelIR,
     in_body: Callable[[Any], bool],
@@ -265,6 +283,8 @@ def _other_reads_decline(
                 "(the matmul/matvec/row-reduction recipes' shape), not a map"
             )
         if a.index is None:
+            if _computed_index(ir, a) and a.base not in written:
+                continue  # `gamma[(i / hw) % c]`: a broadcast computed from the element, read as written
             return Decline(
                 f"{a.base}[{a.index_text}] is a data-dependent gather: its random accesses, not the "
                 "stream loads, bound the kernel"
@@ -398,6 +418,14 @@ def _redefine_index_var(
         return f"const {t} {name} = static_cast<{t}>(kl_i % ({_poly_ll(bound_text_w(element))}));", False
     if form == "2d" and ip == Poly.sym("gid.y"):
         return f"const {t} {name} = static_cast<{t}>(kl_i / ({_poly_ll(bound_text_w(element))}));", False
+    if form == "3d" and ip in (Poly.sym("gid.x"), Poly.sym("gid.y"), Poly.sym("gid.z")):
+        w, plane = _poly_ll(element.coeff("gid.y")), _poly_ll(element.coeff("gid.z"))
+        digit = {
+            "gid.x": f"kl_i % ({w})",
+            "gid.y": f"(kl_i / ({w})) % (({plane}) / ({w}))",
+            "gid.z": f"kl_i / ({plane})",
+        }[next(iter(ip.symbols()))]
+        return f"const {t} {name} = static_cast<{t}>({digit});", False
     return Decline(f"the element body uses {name} = {ip}, which is not the element index")
 
 

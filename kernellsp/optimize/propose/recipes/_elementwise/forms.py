@@ -39,6 +39,19 @@ def analyse(ctx: RecipeContext, reduce: str = "") -> ElementLoop | Decline:
     if not rest:
         return Decline("no element body found after the index computation")
     # The element region: one guarded block, one loop, or the statements after an early return.
+    # A guard around a loop (the normal form of an early return before a chunk or grid-stride loop)
+    # bounds the loop's elements as that early return did: it joins the exits.
+    while (
+        len(rest) == 1
+        and rest[0].type == "if_statement"
+        and rest[0].child_by_field_name("alternative") is None
+    ):
+        inner = _stmts(rest[0].child_by_field_name("consequence") or rest[0])
+        p2, e2, r2 = _split_head(ir, inner)
+        if len(r2) == 1 and r2[0].type in ("for_statement", "while_statement"):
+            prelude, exits, rest = prelude + p2, [*exits, rest[0], *e2], r2
+            continue
+        break
     if (
         len(rest) == 1
         and rest[0].type == "if_statement"
@@ -116,7 +129,8 @@ def _guard_conds(
     ir = ctx.ir
     conds = []
     for e in exits:
-        got, exact = conjuncts(ir, e.child_by_field_name("condition"), negate=True)
+        # An early exit holds under the negation of its condition; a guard around the region under its own.
+        got, exact = conjuncts(ir, e.child_by_field_name("condition"), negate=_exit_only(ir, e))
         if not exact:
             return f"the early exit `{ir.text(e).split(chr(10))[0]}` is not a plain bound check"
         conds += got
@@ -162,10 +176,18 @@ def _guarded(
         element = w * Poly.sym("gid.y") + Poly.sym("gid.x")
         bound, text = w * h, f"{wt} * {ht}"
         form = "2d"
+    elif set(bounds) == {"x", "y", "z"}:
+        # A volume: (w, h, d) linearised as w*h*z + w*y + x (the index of a pitch-free 3-D array).
+        w, wt = bounds["x"]
+        h, ht = bounds["y"]
+        d, dt = bounds["z"]
+        element = w * h * Poly.sym("gid.z") + w * Poly.sym("gid.y") + Poly.sym("gid.x")
+        bound, text = w * h * d, f"{wt} * {ht} * {dt}"
+        form = "3d"
     elif not bounds:
         return Decline("the body is not guarded by a bound on the thread index")
     else:
-        return Decline("a 3-D launch: not linearised by this recipe")
+        return Decline("bounds on the y or z index without one on x: not linearised by this recipe")
     return _finish(ctx, form, prelude, body, element, bound, text, lead=["gid.x"], reduce=reduce)
 
 

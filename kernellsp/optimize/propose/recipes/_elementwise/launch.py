@@ -84,8 +84,10 @@ def check_coverage(ctx: RecipeContext, el: ElementLoop) -> None:
             raise RecipeError(dims)
         tx, ty = dims[0][0] * dims[1][0], dims[0][1] * dims[1][1]
         syms = el.bound.symbols() | (el.chunk.symbols() if el.chunk is not None else set())
-        if el.form == "2d":
+        if el.form in ("2d", "3d"):
             syms |= el.element.coeff("gid.y").symbols()
+        if el.form == "3d":
+            syms |= el.element.coeff("gid.z").symbols()
         values = {s: _param_value(ctx, s, names) for s in syms}
         if any(v is None for v in values.values()):
             raise RecipeError("the bound has no value in the spec")
@@ -94,6 +96,13 @@ def check_coverage(ctx: RecipeContext, el: ElementLoop) -> None:
             covered = tx * ty * dims[0][2] * dims[1][2] * _eval(el.chunk, values)
             if covered < n:
                 raise RecipeError(f"the spec's launch covers {covered} of {n} elements in one shape")
+        elif el.form == "3d":
+            w, plane = _eval(el.element.coeff("gid.y"), values), _eval(el.element.coeff("gid.z"), values)
+            tz = dims[0][2] * dims[1][2]
+            if tx < w or ty * w < plane or tz * plane < n:
+                raise RecipeError(
+                    f"the spec's launch covers {tx} x {ty} x {tz} threads for a {n}-element volume"
+                )
         elif el.form == "2d":
             w = _eval(el.element.coeff("gid.y"), values)
             if tx < w or ty * w < n:

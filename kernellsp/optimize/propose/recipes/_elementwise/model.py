@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     import tree_sitter
 
 
-Form = Literal["guard", "grid-stride", "2d", "chunk"]
+Form = Literal["guard", "grid-stride", "2d", "3d", "chunk"]
 _EXIT_TYPES = ("return_statement", "break_statement", "continue_statement", "goto_statement")
 
 

@@ -84,8 +84,9 @@ def _exit_only(ir: KernelIR, s: tree_sitter.Node) -> bool:
 
 
 def _depends_on_locals(ir: KernelIR, p: Poly) -> bool:
-    """Does ``p`` mention a local that was not substituted (reassigned, loop variable)?"""
-    return any(s in ir.locals for s in p.symbols())
+    """Does ``p`` mention a local that was not substituted (reassigned, loop variable)? A uniform local
+    (``const auto n_div_2 = n / 2;``, the same for every thread) is as good as a parameter."""
+    return any(s in ir.locals and s not in ir.uniform_locals() for s in p.symbols())
 
 
 def _min_call(ir: KernelIR, n: Any) -> list[Any] | None:

@@ -6,37 +6,11 @@ from dataclasses import dataclass, field
 
 from kernellsp.optimize.propose.recipes import _memshape as ms
 from kernellsp.source.ir import Access, Loop, Poly
+from kernellsp.source.ir.canon.unit import PURE_CALLS as IR_PURE_CALLS
 
-#: Calls allowed in the output expression and the initial value (pure arithmetic on floats).
-PURE_CALLS = frozenset(
-    [
-        "fmaxf",
-        "fminf",
-        "fmax",
-        "fmin",
-        "max",
-        "min",
-        "fabsf",
-        "fabs",
-        "expf",
-        "exp",
-        "__expf",
-        "logf",
-        "log",
-        "tanhf",
-        "tanh",
-        "sqrtf",
-        "sqrt",
-        "rsqrtf",
-        "__fdividef",
-        "fmaf",
-        "erff",
-        "erf",
-        "sinf",
-        "cosf",
-        "powf",
-    ]
-)
+#: Calls allowed in the output expression and the initial value: the IR's pure functions (math,
+#: conversions such as ``__float2half``), one list for every reader.
+PURE_CALLS = IR_PURE_CALLS
 
 
 @dataclass
