@@ -80,8 +80,11 @@ def _with_sizes(text: str, path: Path, sizes: dict[str, int]) -> str:
     return patch_spec_block(text, bound.block, {"sizes": {**bound.spec.sizes, **sizes}})
 
 
-def _time_reference(kind: str, text: str, path: Path, entry: str) -> dict[str, Any]:
-    """Median ms of the row's reference on this GPU, with the bytes or FLOPs it stands for."""
+def _time_reference(
+    kind: str, text: str, path: Path, entry: str, mnk: tuple[int, int, int] | None = None
+) -> dict[str, Any]:
+    """Median ms of the row's reference on this GPU, with the bytes or FLOPs it stands for (``mnk``: a
+    product's sizes when the spec does not name them M, N and K)."""
     try:
         import torch
     except ImportError:
@@ -100,7 +103,7 @@ def _time_reference(kind: str, text: str, path: Path, entry: str) -> dict[str, A
         dtypes = [a.dtype for a in bound.spec.args.values() if a.dir == "in" and a.dtype in ("f16", "bf16")]
         dtype = dtypes[0] if dtypes else "f32"
         tdt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[dtype]
-        m, n, k = (int(sizes[x]) for x in ("M", "N", "K"))
+        m, n, k = mnk if mnk is not None else (int(sizes[x]) for x in ("M", "N", "K"))
         # A batched product (a size named BATCH, BATCHES or BATCH_SIZE): torch.matmul over the batch (bmm).
         batch = next(
             (int(v) for key, v in sizes.items() if key.upper() in ("BATCH", "BATCHES", "BATCH_SIZE")), 0
@@ -180,102 +183,8 @@ def main() -> int:
     rows = []
     proposers = default_proposers(None, rules, args.proposer)
     for case in cases:
-        src = ROOT / case["file"]
-        path = work / src.name
-        text = src.read_text()
-        if case.get("sizes"):
-            text = _with_sizes(text, path, case["sizes"])
-        path.write_text(text)
-        entry = specs_from_source(parse_source(text, str(path)))[0][0].entry
-        reference = _time_reference(case["reference"], text, path, entry) if case.get("reference") else None
-        findings = check_text(path, text, CheckOptions(), rules).findings
-        t0 = time.monotonic()
-        try:
-            res = optimize(
-                path,
-                text,
-                entry,
-                runner,
-                proposers,
-                OptimizeOptions(
-                    rounds=args.rounds,
-                    candidates=args.candidates,
-                    verify=VerifyOptions(seeds=args.seeds, rounds=4, reps=10),
-                ),
-                findings=findings,
-                environment=env,
-                # Stamped progress on stdout: a run cut by a time limit still shows where its seconds went.
-                progress=lambda m, _p, t0=t0: print(f"  [{time.monotonic() - t0:6.1f} s] {m}", flush=True),
-            )
-        except Exception as exc:  # a benchmark row, not a crash of the whole table
-            rows.append(
-                {
-                    "sample": src.name,
-                    "entry": entry,
-                    "error": f"{type(exc).__name__}: {exc}",
-                    "wall_s": time.monotonic() - t0,
-                    "reference": reference,
-                    "target": case.get("target"),
-                }
-            )
-            print(f"{src.name}: ERROR {exc}", flush=True)
-            continue
-        final = res.final
-        stats = final.stats if final is not None and final.stats else None
-        row = {
-            "sample": src.name,
-            "entry": entry,
-            "accepted": res.accepted,
-            "final_verdict": final.kind if final else None,
-            "final_message": final.message if final else res.stop_reason,
-            "baseline_ms": stats["baseline_median_ms"]
-            if stats
-            else next((c.baseline_ms for c in res.candidates if c.round == 1 and c.baseline_ms), None),
-            "best_ms": stats["candidate_median_ms"] if stats and res.accepted else None,
-            "speedup": stats["speedup"] if stats and res.accepted else None,  # nothing verified: no number
-            "ci": [stats["ci_low"], stats["ci_high"]] if stats else None,
-            "roofline_pct": (
-                final.details.get("candidate_pct_of_roofline")
-                if res.accepted
-                else final.details.get("baseline_pct_of_roofline")
-            )
-            if final
-            else None,
-            "rounds": res.rounds_run,
-            "stop": res.stop_reason,
-            "wall_s": res.wall_s,
-            "sizes": case.get("sizes"),
-            "reference": reference,
-            "target": case.get("target"),
-            # Where the wall time went: the run's steps, then the final verification's gates and processes.
-            "phases": res.phases,
-            "final_phases": final.details.get("phase_seconds") if final else None,
-            "final_harness_runs": final.details.get("harness_runs") if final else None,
-            # Sets where the baseline's own float error was the difference (kernellsp.optimize.verify.oracle).
-            "oracle": final.details.get("oracle") if final else None,
-            "winner": " + ".join(res.winners) if res.accepted else None,
-            # Provenance: rows of one table may come from several --only runs (the suite is split per call).
-            "ran_at": datetime.now(UTC).isoformat(timespec="minutes"),
-            "code": code_digest(),
-            "candidates": [
-                {
-                    "round": c.round,
-                    "description": c.description,
-                    "verdict": c.verdict,
-                    "speedup": c.speedup_vs_champion,
-                    "message": c.message[:200],
-                    "seconds": round(c.seconds, 3),
-                    "phase_seconds": c.phase_seconds,
-                }
-                for c in res.candidates
-            ],
-        }
+        row = run_case(case, runner, env, rules, proposers, args, work)
         rows.append(row)
-        sp = f"{row['speedup']:.3f}" if row["speedup"] is not None else "n/a"
-        print(
-            f"{src.name}: {row['final_verdict']} speedup {sp} ({row['stop']}, {row['wall_s']:.0f} s)",
-            flush=True,
-        )
     gpu = env.get("gpu", "?")
     slug = gpu_slug(gpu)
     previous = RESULTS / f"{args.name}-{slug}.json"
@@ -294,6 +203,117 @@ def main() -> int:
         )
     shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def run_case(
+    case: dict[str, Any],
+    runner: Any,
+    env: dict[str, Any],
+    rules: Any,
+    proposers: Any,
+    args: argparse.Namespace,
+    work: Path,
+) -> dict[str, Any]:
+    """One suite row: the reference, then ``optimize`` with the built-in proposers, as one table row."""
+    src = ROOT / case["file"]
+    path = work / src.name
+    text = src.read_text()
+    if case.get("sizes"):
+        text = _with_sizes(text, path, case["sizes"])
+    path.write_text(text)
+    entry = specs_from_source(parse_source(text, str(path)))[0][0].entry
+    mnk = tuple(case["mnk"]) if case.get("mnk") else None
+    reference = (
+        _time_reference(case["reference"], text, path, entry, mnk)  # type: ignore[arg-type]
+        if case.get("reference")
+        else None
+    )
+    findings = check_text(path, text, CheckOptions(), rules).findings
+    t0 = time.monotonic()
+    try:
+        res = optimize(
+            path,
+            text,
+            entry,
+            runner,
+            proposers,
+            OptimizeOptions(
+                rounds=args.rounds,
+                candidates=args.candidates,
+                verify=VerifyOptions(seeds=args.seeds, rounds=4, reps=10),
+            ),
+            findings=findings,
+            environment=env,
+            # Stamped progress on stdout: a run cut by a time limit still shows where its seconds went.
+            progress=lambda m, _p, t0=t0: print(f"  [{time.monotonic() - t0:6.1f} s] {m}", flush=True),
+        )
+    except Exception as exc:  # a benchmark row, not a crash of the whole table
+        row = {
+            "sample": src.name,
+            "entry": entry,
+            "error": f"{type(exc).__name__}: {exc}",
+            "wall_s": time.monotonic() - t0,
+            "reference": reference,
+            "target": case.get("target"),
+        }
+        print(f"{src.name}: ERROR {exc}", flush=True)
+        return row
+    final = res.final
+    stats = final.stats if final is not None and final.stats else None
+    row = {
+        "sample": src.name,
+        "entry": entry,
+        "accepted": res.accepted,
+        "final_verdict": final.kind if final else None,
+        "final_message": final.message if final else res.stop_reason,
+        "baseline_ms": stats["baseline_median_ms"]
+        if stats
+        else next((c.baseline_ms for c in res.candidates if c.round == 1 and c.baseline_ms), None),
+        "best_ms": stats["candidate_median_ms"] if stats and res.accepted else None,
+        "speedup": stats["speedup"] if stats and res.accepted else None,  # nothing verified: no number
+        "ci": [stats["ci_low"], stats["ci_high"]] if stats else None,
+        "roofline_pct": (
+            final.details.get("candidate_pct_of_roofline")
+            if res.accepted
+            else final.details.get("baseline_pct_of_roofline")
+        )
+        if final
+        else None,
+        "rounds": res.rounds_run,
+        "stop": res.stop_reason,
+        "wall_s": res.wall_s,
+        "sizes": case.get("sizes"),
+        "reference": reference,
+        "target": case.get("target"),
+        # Where the wall time went: the run's steps, then the final verification's gates and processes.
+        "phases": res.phases,
+        "final_phases": final.details.get("phase_seconds") if final else None,
+        "final_harness_runs": final.details.get("harness_runs") if final else None,
+        # Sets where the baseline's own float error was the difference (kernellsp.optimize.verify.oracle).
+        "oracle": final.details.get("oracle") if final else None,
+        "winner": " + ".join(res.winners) if res.accepted else None,
+        # Provenance: rows of one table may come from several --only runs (the suite is split per call).
+        "ran_at": datetime.now(UTC).isoformat(timespec="minutes"),
+        "code": code_digest(),
+        "candidates": [
+            {
+                "round": c.round,
+                "description": c.description,
+                "verdict": c.verdict,
+                "speedup": c.speedup_vs_champion,
+                "message": c.message[:200],
+                "seconds": round(c.seconds, 3),
+                "phase_seconds": c.phase_seconds,
+            }
+            for c in res.candidates
+        ],
+    }
+    sp = f"{row['speedup']:.3f}" if row["speedup"] is not None else "n/a"
+    print(
+        f"{src.name}: {row['final_verdict']} speedup {sp} ({row['stop']}, {row['wall_s']:.0f} s)",
+        flush=True,
+    )
+    return row
 
 
 def _pct_of_reference(r: dict[str, Any]) -> float | None:
