@@ -467,7 +467,8 @@ def _param(p: tree_sitter.Node, t: _Text) -> Param | None:
     type_node = p.child_by_field_name("type")
     base = t.node_text(type_node).strip()
     is_const = any(c.type == "type_qualifier" and t.node_text(c) == "const" for c in p.children)
-    if "__restrict__" in text:
+    # Every spelling: `__restrict__`, `__restrict` (tree-sitter: an MS pointer modifier) and C99 `restrict`.
+    if re.search(r"\b(__restrict__|__restrict|restrict)\b", text):
         is_restrict = True
     type_text = text[: len(text) - len(name)].strip() if name and text.endswith(name) else text
     return Param(

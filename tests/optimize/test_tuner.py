@@ -132,8 +132,13 @@ def test_expected_transforms_per_sample() -> None:
     assert {"block:128", "block:512", "block:1024"} <= set(got["conv1d.cu"])
     assert "float_literals" in got["layernorm.cu"]
     assert not any(d.startswith("block:") for d in got["vector_add.cu"])  # tunables own the block size there
-    # The host launcher (no launch, no tunables, its kernel's signature not the entry's): compile flags only.
-    assert got["relu_launcher.cu"] == ["flag:--extra-device-vectorization"]
+    # The host launcher: restrict on the kernel it launches, the launch's block size through the launcher's
+    # own grid formula, compile flags.
+    assert got["relu_launcher.cu"][0] == "restrict"
+    assert {"host_block:relu_kernel=128", "host_block:relu_kernel=512"} <= set(got["relu_launcher.cu"])
+    assert "flag:--extra-device-vectorization" in got["relu_launcher.cu"]
+    # 2-D launches of independent threads: other block shapes.
+    assert {"block:32x8", "block:64x4"} <= set(got["stencil2d.cu"])
 
 
 def test_findings_order_the_transforms() -> None:
@@ -269,9 +274,12 @@ def test_restrict_on_samples() -> None:
         c = by_desc(propose_all(ctx)).get("restrict")
         if c is None:
             continue
-        fn = parse_source(c.text).function(ctx.entry)
-        assert fn is not None
-        assert all(p.is_restrict for p in fn.params if p.is_pointer), name
+        from kernellsp.optimize.verify.scope import edit_targets
+
+        for kernel in edit_targets(ctx.model, ctx.entry):
+            fn = parse_source(c.text).function(kernel)
+            assert fn is not None
+            assert all(p.is_restrict for p in fn.params if p.is_pointer), name
         old, new = assert_one_line_changed(ctx.text, c.text)
         assert "__restrict__" in new and "__restrict__" not in old
 
@@ -317,11 +325,11 @@ def test_flag_and_block_candidates_change_exactly_one_line(name: str) -> None:
         elif c.description.startswith("block:"):
             old, new = assert_one_line_changed(ctx.text, c.text)
             assert old.startswith("launch =") and new.startswith("launch =")
-            b = int(c.description[len("block:") :])
+            dims = [int(x) for x in c.description[len("block:") :].split("x")]
             cspec = specmod.specs_from_source(parse_source(c.text))[0][0].spec
-            assert (
-                cspec.launch is not None and cspec.launch.block == b and f", {b})" in str(cspec.launch.grid)
-            )
+            assert cspec.launch is not None
+            assert cspec.launch.block == (dims[0] if len(dims) == 1 else dims)
+            assert all(f", {b})" in str(cspec.launch.grid) for b in dims)
         elif c.description.startswith("launch_bounds:"):
             old, new = assert_one_line_changed(ctx.text, c.text)
             assert new == old.replace(
@@ -479,3 +487,46 @@ def test_spec_candidates_read_back_as_intended() -> None:
         assert not [
             i for i in specmod.validate_against(b, model.function("conv1d"), model) if i.severity == "error"
         ]
+
+
+RESTRICT_SPELLINGS = """/* kernellsp
+sizes = { N = 4096 }
+launch = { grid = "ceil_div(N, 256)", block = 256 }
+[args]
+a = { dtype = "f32", dir = "in", count = "2 * N" }
+d = { dtype = "f32", dir = "out", count = "2 * N" }
+n = { value = "N" }
+*/
+__global__ void pairs(const float2 * __restrict a, float2 * __restrict d, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) d[i] = make_float2(a[i].y, a[i].x);
+}
+"""
+
+
+def test_every_restrict_spelling_reads_as_restrict() -> None:
+    # `float2 * __restrict d` once became `* __restrict__ __restrict d`, which does not parse.
+    fn = parse_source(RESTRICT_SPELLINGS).function("pairs")
+    assert fn is not None and all(p.is_restrict for p in fn.params if p.is_pointer)
+    assert "restrict" not in by_desc(propose_all(context(RESTRICT_SPELLINGS)))
+
+
+@pytest.mark.skipif(not NVCC, reason="needs nvcc")
+@pytest.mark.parametrize(
+    ("name", "prefix"),
+    [("relu_launcher.cu", "host_block:"), ("relu_launcher.cu", "restrict"), ("stencil2d.cu", "block:32x")],
+)
+def test_launch_transforms_pass_the_scope_gate_and_compile(name: str, prefix: str, tmp_path: Path) -> None:
+    from kernellsp.build import nvcc
+
+    ctx = sample_context(name)
+    cands = [c for c in propose_all(ctx) if c.description.startswith(prefix)]
+    assert cands, [c.description for c in propose_all(ctx)]
+    for c in cands[:2]:
+        sc = check_scope(ctx.text, c.text, edit_targets(ctx.model, ctx.entry), entry=ctx.entry)
+        assert sc.ok, (c.description, sc.reason)
+        res = nvcc.build(tmp_path / name, c.text, parse_source(c.text, name), use_cache=False)
+        assert res.ok, (c.description, [str(m) for m in res.messages if m.severity == "error"][:2])
+    if prefix == "host_block:":
+        # The launcher's own grid formula, its block spelled as the new size.
+        assert any("relu_kernel<<<((N + 128 - 1) / 128), 128>>>" in c.text for c in cands)

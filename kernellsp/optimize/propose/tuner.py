@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from kernellsp.optimize.propose.base import Candidate, ProposalContext
 from kernellsp.source import exprs
@@ -64,6 +65,52 @@ def _fn_text_edit(
         data = data[:start] + rep + data[end:]
     out = data.decode()
     return out if out != text else None
+
+
+def _with_divisor(pat: re.Pattern[str], text: str, b: int) -> str:
+    """``ceil_div(X, old)`` in ``text`` written ``ceil_div(X, b)``."""
+    return pat.sub(lambda m: f"{m.group(1)}({m.group(2)}, {b})", text)
+
+
+def _block_agnostic(model: SourceModel, kernel: str) -> bool:
+    """Do the kernel's threads compute the same whatever the block size: no shared memory, barriers or warp
+    primitives, and every global index a function of the global thread index (not of threadIdx or blockIdx
+    alone)?"""
+    from kernellsp.source.ir import kernel_ir
+
+    ir = kernel_ir(model, kernel)
+    if ir is None or ir.barriers or ir.warp_ops or any(v.shared for v in ir.locals.values()):
+        return False
+    for a in ir.global_accesses():
+        if a.index is None:
+            return False
+        if any(s.startswith(("threadIdx.", "blockIdx.", "blockDim.")) for s in a.index.symbols()):
+            return False
+    return True
+
+
+def _grid_formula(model: SourceModel, site: Any) -> str | None:
+    """The launch's grid as an expression that names its block the way the block expression does: the grid
+    text itself, or the initializer of the launcher local it names (``int blocks = (n + threads - 1) / threads;``)."""
+    block = site.config[1].strip()
+    grid = site.config[0].strip()
+    if not re.fullmatch(r"[A-Za-z_]\w*|\d+[uU]?", block):
+        return None
+    if re.search(rf"\b{re.escape(block)}\b", grid):
+        return grid
+    if re.fullmatch(r"[A-Za-z_]\w*", grid) and site.caller:
+        fn = model.function(site.caller)
+        body = model.text[fn.span.start_byte : fn.span.end_byte] if fn is not None else ""
+        m = re.search(
+            rf"\b(?:int|unsigned|size_t|long|auto|const)[\w\s]*\b{re.escape(grid)}\s*=\s*([^;]+);", body
+        )
+        if (
+            m
+            and re.search(rf"\b{re.escape(block)}\b", m.group(1))
+            and "(" not in m.group(1).split("(")[0][-1:]
+        ):
+            return f"({m.group(1).strip()})"
+    return None
 
 
 class Tuner:
@@ -133,6 +180,10 @@ class Tuner:
                             return _replace_spec(ctx.text, ctx.entry, s.model_copy(update={"launch": launch}))
 
                         items.append((20, f"block:{b}", ["KL202", "KL507"], make_b))
+        # 2a. Block shapes of a 2-D spec launch whose grid is ceil_div(X, bx), ceil_div(Y, by).
+        items += self._block_shape_items(ctx)
+        # 2b. Block size of a host launcher's 1-D launch (its grid and block expressions, what the scope allows).
+        items += self._host_block_items(ctx)
         # 3. Qualifiers.
         items.append((5 if "KL405" in fired else 15, "restrict", ["KL405"], lambda: self._restrict(ctx)))
         bs = self._fixed_block(ctx)
@@ -174,6 +225,86 @@ class Tuner:
         items.sort(key=lambda t: t[0])
         return [(name, rules, make) for _, name, rules, make in items]
 
+    def _block_shape_items(
+        self, ctx: ProposalContext
+    ) -> list[tuple[int, str, list[str], Callable[[], str | None]]]:
+        """``block:BXxBY``: another 2-D block shape for a kernel whose threads are independent."""
+        s = ctx.spec.spec
+        fn = ctx.model.function(ctx.entry)
+        if s.launch is None or s.tunables or fn is None or fn.kind != "global":
+            return []
+        block, grid = s.launch.block_dims(), s.launch.grid_dims()
+        if len(block) != 2 or len(grid) < 2 or not all(isinstance(b, int) for b in block):
+            return []
+        if not _block_agnostic(ctx.model, ctx.entry):
+            return []
+        pats = [re.compile(rf"(ceil_div|cdiv)\(\s*(.+?),\s*{b}\s*\)") for b in block]
+        if not all(isinstance(g, str) and p.search(g) for g, p in zip(grid, pats, strict=False)):
+            return []
+        out: list[tuple[int, str, list[str], Callable[[], str | None]]] = []
+        for bx, by in ((32, 8), (32, 4), (64, 4), (32, 16), (128, 2), (16, 16)):
+            if [bx, by] == block:
+                continue
+
+            def make(bx: int = bx, by: int = by) -> str | None:
+                g = [_with_divisor(pats[i], str(grid[i]), b) for i, b in enumerate((bx, by))]
+                launch = specmod.LaunchSpec(grid=[*g, *grid[2:]], block=[bx, by], smem=s.launch.smem)  # type: ignore[union-attr]
+                return _replace_spec(ctx.text, ctx.entry, s.model_copy(update={"launch": launch}))
+
+            out.append((21, f"block:{bx}x{by}", ["KL202", "KL404"], make))
+        return out
+
+    def _host_block_items(
+        self, ctx: ProposalContext
+    ) -> list[tuple[int, str, list[str], Callable[[], str | None]]]:
+        """``host_block:K=B``: kernel K's launch in the host launcher with B threads per block and its grid
+        recomputed from the launcher's own formula (the block's spelling replaced by B). Only for kernels whose
+        threads are independent (no shared memory, barrier or warp primitive) and index data by the global
+        thread index alone, so that any block covering the same range computes the same thing."""
+        from kernellsp.source.ir.launch import launch_model
+
+        fn = ctx.model.function(ctx.entry)
+        if fn is None or fn.kind == "global":
+            return []
+        lm = launch_model(ctx.model, ctx.entry, ctx.spec)
+        callers = set(ctx.model.launchers(ctx.entry))
+        out: list[tuple[int, str, list[str], Callable[[], str | None]]] = []
+        for site in ctx.model.launch_sites:
+            kl = lm.get(site.kernel)
+            if site.caller not in callers or kl is None or not kl.complete or len(site.config_spans) < 2:
+                continue
+            b = kl.block_dim(0)
+            if (
+                b is None
+                or kl.block_dim(1) != 1
+                or kl.block_dim(2) != 1
+                or not _block_agnostic(ctx.model, site.kernel)
+            ):
+                continue
+            grid = _grid_formula(ctx.model, site)
+            if grid is None:
+                continue
+            for nb in (128, 256, 512, 1024):
+                if nb == b:
+                    continue
+
+                def make(site: Any = site, nb: int = nb, grid: str = grid) -> str | None:
+                    data = ctx.text.encode()
+                    g_span, b_span = site.config_spans[0], site.config_spans[1]
+                    new_grid = re.sub(rf"\b{re.escape(site.config[1].strip())}\b", str(nb), grid)
+                    for start, end, rep in sorted(
+                        [
+                            (g_span.start_byte, g_span.end_byte, new_grid),
+                            (b_span.start_byte, b_span.end_byte, str(nb)),
+                        ],
+                        reverse=True,
+                    ):
+                        data = data[:start] + rep.encode() + data[end:]
+                    return data.decode()
+
+                out.append((22, f"host_block:{site.kernel}={nb}", ["KL202", "KL507"], make))
+        return out
+
     def _fixed_block(self, ctx: ProposalContext) -> int | None:
         s = ctx.spec.spec
         if s.launch is None:
@@ -190,31 +321,41 @@ class Tuner:
         return sizes.pop() if len(sizes) == 1 else None
 
     def _restrict(self, ctx: ProposalContext) -> str | None:
-        facts = analysis.analyse(ctx.model).get(ctx.entry)
-        fn = ctx.model.function(ctx.entry)
-        if fn is None or facts is None:
+        """``const __restrict__`` / ``__restrict__`` on the pointers of every kernel the entry runs (the entry,
+        or each kernel a host launcher launches)."""
+        from kernellsp.optimize.verify.scope import edit_targets
+
+        all_facts = analysis.analyse(ctx.model)
+        kernels = [k for k in edit_targets(ctx.model, ctx.entry) if k in all_facts]
+        if not kernels:
             return None
-        readonly = set(facts.readonly_unqualified)
 
         def edit(model: SourceModel, data: bytes) -> list[tuple[int, int, bytes]]:
-            f = model.function(ctx.entry)
-            assert f is not None
-            edits = []
-            for p in f.params:
-                if not p.is_pointer or p.is_restrict:
-                    continue
-                ptext = data[p.span.start_byte : p.span.end_byte].decode()
-                star = ptext.rfind("*")
-                if star < 0:
-                    continue
-                # `float *c` must not become `float * __restrict__c` (one identifier): space on both sides.
-                new = ptext[: star + 1] + " __restrict__ " + ptext[star + 1 :].lstrip()
-                if p.name in readonly and not p.is_const:
-                    new = "const " + new
-                edits.append((p.span.start_byte, p.span.end_byte, new.encode()))
+            edits: list[tuple[int, int, bytes]] = []
+            for name in kernels:
+                f = model.function(name)
+                if f is not None:
+                    edits += self._restrict_edits(f, data, set(all_facts[name].readonly_unqualified))
             return edits
 
         return _fn_text_edit(ctx.text, ctx.entry, edit)
+
+    @staticmethod
+    def _restrict_edits(f: Any, data: bytes, readonly: set[str]) -> list[tuple[int, int, bytes]]:
+        edits = []
+        for p in f.params:
+            if not p.is_pointer or p.is_restrict:
+                continue
+            ptext = data[p.span.start_byte : p.span.end_byte].decode()
+            star = ptext.rfind("*")
+            if star < 0:
+                continue
+            # `float *c` must not become `float * __restrict__c` (one identifier): space on both sides.
+            new = ptext[: star + 1] + " __restrict__ " + ptext[star + 1 :].lstrip()
+            if p.name in readonly and not p.is_const:
+                new = "const " + new
+            edits.append((p.span.start_byte, p.span.end_byte, new.encode()))
+        return edits
 
     def _launch_bounds(self, ctx: ProposalContext, bs: int) -> str | None:
         def edit(model: SourceModel, data: bytes) -> list[tuple[int, int, bytes]]:
