@@ -71,7 +71,16 @@ def main() -> int:
     ap.add_argument(
         "--deadline", type=float, default=420.0, help="seconds after which a worker starts no row"
     )
-    ap.add_argument("--out-dir", default=None)
+    ap.add_argument(
+        "--hard-stop",
+        type=float,
+        default=0.0,
+        help="seconds after which running workers are stopped (0: never)",
+    )
+    ap.add_argument("--out-dir", default=None, help="where the rows-<gpu>.jsonl files go (and the table)")
+    ap.add_argument(
+        "--scratch", default=None, help="worker logs and GPU-lock folders (default: a temp folder)"
+    )
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--candidates", type=int, default=4)
@@ -102,14 +111,16 @@ def parent(args: argparse.Namespace) -> int:
     gpus = _gpus(args.gpus)
     out_dir = Path(args.out_dir or tempfile.mkdtemp(prefix="kernellsp-wild-"))
     out_dir.mkdir(parents=True, exist_ok=True)
+    scratch = Path(args.scratch or tempfile.mkdtemp(prefix="kernellsp-wild-scratch-"))
+    scratch.mkdir(parents=True, exist_ok=True)
     shards = [files[i :: len(gpus)] for i in range(len(gpus))]
     procs = []
     t0 = time.monotonic()
     for gpu, shard in zip(gpus, shards, strict=True):
         if not shard:
             continue
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu, KERNELLSP_GPU_LOCK_DIR=str(out_dir / f"lock-{gpu}"))
-        (out_dir / f"lock-{gpu}").mkdir(exist_ok=True)
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu, KERNELLSP_GPU_LOCK_DIR=str(scratch / f"lock-{gpu}"))
+        (scratch / f"lock-{gpu}").mkdir(exist_ok=True)
         cmd = [
             sys.executable,
             __file__,
@@ -127,11 +138,16 @@ def parent(args: argparse.Namespace) -> int:
             "--seeds",
             str(args.seeds),
         ]
-        log = (out_dir / f"worker-{gpu}.log").open("w")
+        log = (scratch / f"worker-{gpu}.log").open("w")
         procs.append((gpu, subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), log))
         print(f"GPU {gpu}: {len(shard)} kernels", flush=True)
     for gpu, p, log in procs:
-        p.wait()
+        left = args.hard_stop - (time.monotonic() - t0) if args.hard_stop else None
+        try:
+            p.wait(timeout=max(left, 1.0) if left is not None else None)
+        except subprocess.TimeoutExpired:
+            p.kill()  # the rows it finished are in its jsonl already
+            p.wait()
         log.close()
         print(f"GPU {gpu}: worker exited {p.returncode}", flush=True)
     rows = []
@@ -139,6 +155,7 @@ def parent(args: argparse.Namespace) -> int:
         rows += [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
     table = render(rows, files, args, time.monotonic() - t0, len(gpus))
     print(table)
+    (out_dir / "wild-table.md").write_text(table)
     if args.write:
         from helpers.gpuinfo import gpu_slug
 
