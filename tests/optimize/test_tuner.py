@@ -530,3 +530,30 @@ def test_launch_transforms_pass_the_scope_gate_and_compile(name: str, prefix: st
     if prefix == "host_block:":
         # The launcher's own grid formula, its block spelled as the new size.
         assert any("relu_kernel<<<((N + 128 - 1) / 128), 128>>>" in c.text for c in cands)
+
+
+ALIASED = """/* kernellsp
+sizes = { N = 4096 }
+launch = { grid = "ceil_div(N, 256)", block = 256 }
+[args]
+inp = { dtype = "f32", dir = "in", count = "N" }
+out = { dtype = "f32", dir = "out", count = "N" }
+n = { value = "N" }
+*/
+__global__ void shifted(float* out, float* inp, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float* row = inp + i;
+    if (i < n) out[i] = row[0] * 2.0f;
+}
+"""
+
+
+@pytest.mark.skipif(not NVCC, reason="needs nvcc")
+def test_restrict_adds_no_const_a_local_pointer_cannot_take(tmp_path: Path) -> None:
+    # `float* row = inp + i;` does not compile once `inp` is `const float*`: restrict only, no const.
+    from kernellsp.build import nvcc
+
+    c = by_desc(propose_all(context(ALIASED)))["restrict"]
+    assert "float* __restrict__ inp" in c.text and "const float* __restrict__ inp" not in c.text
+    res = nvcc.build(tmp_path / "a.cu", c.text, parse_source(c.text, "a.cu"), use_cache=False)
+    assert res.ok, [str(m) for m in res.messages if m.severity == "error"][:2]

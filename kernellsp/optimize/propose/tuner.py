@@ -67,6 +67,24 @@ def _fn_text_edit(
     return out if out != text else None
 
 
+def _aliased_as_mutable(model: SourceModel, kernel: str) -> set[str]:
+    """Parameters a non-const local pointer is initialised from (``float* v = inp + off;``): a ``const``
+    parameter would not convert to it."""
+    from kernellsp.source.ir import kernel_ir
+
+    ir = kernel_ir(model, kernel)
+    if ir is None:
+        return set()
+    out = set()
+    for var in ir.locals.values():
+        if var.is_pointer and "const" not in var.ctype.split():
+            if var.points_to is not None:
+                out.add(var.points_to)
+            elif var.value_node is not None:
+                out |= {n for n in ir.identifiers(var.value_node) if ir.param(n) is not None}
+    return out
+
+
 def _with_divisor(pat: re.Pattern[str], text: str, b: int) -> str:
     """``ceil_div(X, old)`` in ``text`` written ``ceil_div(X, b)``."""
     return pat.sub(lambda m: f"{m.group(1)}({m.group(2)}, {b})", text)
@@ -335,7 +353,8 @@ class Tuner:
             for name in kernels:
                 f = model.function(name)
                 if f is not None:
-                    edits += self._restrict_edits(f, data, set(all_facts[name].readonly_unqualified))
+                    readonly = set(all_facts[name].readonly_unqualified) - _aliased_as_mutable(model, name)
+                    edits += self._restrict_edits(f, data, readonly)
             return edits
 
         return _fn_text_edit(ctx.text, ctx.entry, edit)
