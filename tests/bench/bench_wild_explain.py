@@ -37,7 +37,7 @@ SERVES: dict[str, set[str]] = {
     "convolution": {"stencil"},
     "pooling": {"stencil", "pooling", "window"},
     "rownorm": {"rowreduce"},
-    "colreduce": {"rowreduce", "colreduce"},
+    "colreduce": {"rowreduce", "colreduce", "reduce"},
     "matmul": {"matmul"},
     "batched-matmul": {"matmul"},
     "matvec": {"matvec", "rowreduce"},
