@@ -109,6 +109,18 @@ __global__ void k_const(const float* a, float* b, int n) {
         ["int i = ((int)(blockIdx.x * blockDim.x + threadIdx.x));", "float zero = ((float)(0));"],
         ["static_cast"],
     ),
+    "launch_dims": (
+        "launch-dims",
+        _spec(ARGS_AB + '\ntile = { value = "256" }', odd=1000)
+        + """__global__ void k_dims(const float* a, float* b, int n, int tile) {
+    int i = blockIdx.x * tile + threadIdx.x;
+    if (i < n) b[i] = a[i] + (float)(i % tile);
+}
+""",
+        "k_dims",
+        ["int i = blockIdx.x * blockDim.x + threadIdx.x;", "(float)(i % tile)"],
+        [],
+    ),
     "inline_helpers": (
         "inline-helpers",
         _spec(
@@ -128,6 +140,36 @@ __global__ void k_inline(const float* x, float* y, int n) {
         "k_inline",
         ["blockIdx.x * blockDim.x + threadIdx.x", "x[", "(0) * (1) + (i)", "s += t;"],
         ["gidx_h(", "acc_h(", "IDX("],
+    ),
+    "inline_helpers_template": (
+        "inline-helpers",
+        _spec(ARGS_AB, block="128")
+        + """template <const int kLanes = 32>
+__device__ __forceinline__ float lane_sum_t(float v) {
+#pragma unroll
+    for (int m = kLanes >> 1; m >= 1; m >>= 1) v += __shfl_xor_sync(0xffffffff, v, m);
+    return v;
+}
+template <const int kThreads = 128>
+__device__ float block_sum_t(float v) {
+    static __shared__ float partial[kThreads / 32];
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    v = lane_sum_t<32>(v);
+    if (lane == 0) partial[warp] = v;
+    __syncthreads();
+    v = lane < kThreads / 32 ? partial[lane] : 0.0f;
+    v = lane_sum_t<kThreads / 32>(v);
+    return v;
+}
+__global__ void k_template(const float* a, float* b, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = block_sum_t<128>(i < n ? a[i] : 0.0f);
+    if (i < n) b[i] = s;
+}
+""",
+        "k_template",
+        ["static __shared__ float partial[128 / 32]", "m = 32 >> 1", "m_1 = (128 / 32) >> 1", "v = (v_2);"],
+        ["block_sum_t<", "lane_sum_t<"],
     ),
     "collectives": (
         "collectives",

@@ -46,30 +46,61 @@ class Abort(Exception):
 class Sym:
     """A sum of terms with integer multiplicities plus a numeric constant (immutable, hashable).
 
-    Terms nest (a product term holds two sums), so equality and hashing must not walk the whole
-    tree every time: the terms are a frozenset of ``(term, count)`` pairs and the hash is computed
-    once.
+    A thread that adds a thousand loads one by one builds a thousand sums: ``add`` must not copy the
+    terms each time (that is quadratic). A sum made by ``add``/``scale`` only records its two parts; its
+    terms are computed (flattened once, iteratively) when someone asks for them: equality, hashing,
+    the terms themselves. Terms nest (a product term holds two sums); their hashes are cached.
     """
 
-    __slots__ = ("_hash", "const", "terms")
+    __slots__ = ("_flat", "_hash", "_parts")
 
     def __init__(
         self, terms: frozenset[tuple[Any, int]] | tuple[tuple[Any, int], ...] = (), const: float = 0.0
     ) -> None:
-        self.terms = frozenset(terms)
-        self.const = const
-        self._hash = hash((self.terms, const))
+        self._flat: tuple[frozenset[tuple[Any, int]], float] | None = (frozenset(terms), const)
+        self._parts: tuple[tuple[Sym, int], ...] = ()
+        self._hash: int | None = None
+
+    @staticmethod
+    def _lazy(parts: tuple[tuple[Sym, int], ...], const: float) -> Sym:
+        s = Sym((), const)
+        s._flat = None
+        s._parts = ((Sym((), const), 1), *parts) if const else parts
+        return s
+
+    def _flatten(self) -> tuple[frozenset[tuple[Any, int]], float]:
+        if self._flat is None:
+            counts: dict[Any, int] = {}
+            const = 0.0
+            stack: list[tuple[Sym, int]] = [(self, 1)]
+            while stack:
+                node, k = stack.pop()
+                if node._flat is not None:
+                    terms, c = node._flat
+                    const += k * c
+                    for term, v in terms:
+                        counts[term] = counts.get(term, 0) + k * v
+                else:
+                    stack.extend((part, k * kk) for part, kk in node._parts)
+            self._flat = (frozenset((t, v) for t, v in counts.items() if v), const)
+            self._parts = ()
+        return self._flat
+
+    @property
+    def terms(self) -> frozenset[tuple[Any, int]]:
+        return self._flatten()[0]
+
+    @property
+    def const(self) -> float:
+        return self._flatten()[1]
 
     def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(self._flatten())
         return self._hash
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, Sym)
-            and self._hash == other._hash
-            and self.const == other.const
-            and self.terms == other.terms
-        )
+        return isinstance(other, Sym) and hash(self) == hash(other) and self._flatten() == other._flatten()
 
     def __repr__(self) -> str:
         return f"Sym({len(self.terms)} terms, {self.const})"
@@ -87,20 +118,18 @@ class Sym:
 
     def add(self, other: Sym | float, sign: int = 1) -> Sym:
         if not isinstance(other, Sym):
-            return Sym(self.terms, self.const + sign * float(other))
-        c = self.counts()
-        for k, v in other.terms:
-            c[k] = c.get(k, 0) + sign * v
-        return Sym._make(c, self.const + sign * other.const)
+            return Sym._lazy(((self, 1),), sign * float(other))
+        return Sym._lazy(((self, 1), (other, sign)), 0.0)
 
     def scale(self, k: int) -> Sym:
-        return Sym._make({t: v * k for t, v in self.terms}, self.const * k)
+        return Sym._lazy(((self, k),), 0.0)
 
     @property
     def single(self) -> Any | None:
         """The one term of a plain leaf or product (multiplicity 1, no constant)."""
-        if len(self.terms) == 1 and self.const == 0:
-            ((term, count),) = self.terms
+        terms, const = self._flatten()
+        if len(terms) == 1 and const == 0:
+            ((term, count),) = terms
             return term if count == 1 else None
         return None
 

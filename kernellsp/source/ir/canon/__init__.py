@@ -54,6 +54,7 @@ PASS_ORDER = (
     "pragma_attach",
     "const_fold",
     "cast_form",
+    "launch_dims",
     "inline_helpers",
     "collectives",
     "structured_exits",

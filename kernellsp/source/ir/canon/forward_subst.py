@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kernellsp.source.ir.canon.unit import (
+    TRUTH_OPERATORS,
     Change,
     Unit,
     declared_name,
@@ -233,6 +234,12 @@ def _typed_value(unit: Unit, value: Node, ctype: str) -> str:
     text = unit.text(value)
     if ctype in ("auto", "const auto"):
         return text
+    if (
+        ctype == "bool"
+        and value.type == "binary_expression"
+        and unit.text(value.child_by_field_name("operator")) in TRUTH_OPERATORS
+    ):
+        return text  # a comparison is already a truth value
     ty = expr_type(unit, value)
     if ty is not None and norm_ctype(ty) == ctype:
         return text

@@ -14,13 +14,16 @@ After this pass a kernel's computation is visible in its own body: an index comp
   initializer (``T v = f(a);``) or in an assignment (``v = f(a);``), or hoisted in front of the
   statement that calls it when the call is evaluated unconditionally there; its locals are renamed
   away from the kernel's names, its parameters bound to the arguments. Helpers with a ``return``
-  before their last statement, recursion, ``static`` locals or ``goto`` are left alone.
+  before their last statement, recursion, ``static`` locals (other than ``static __shared__``
+  arrays, which are per block anyway) or ``goto`` are left alone.
+* A template helper called with explicit arguments (``warp_reduce<32>(v)``) is instantiated first:
+  each template parameter is replaced by its argument (or default) before inlining.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kernellsp.source.ir.canon.unit import (
@@ -38,7 +41,7 @@ from kernellsp.source.ir.canon.unit import (
     walk,
     writes_of,
 )
-from kernellsp.source.ir.cexpr import expand_macros, file_constants
+from kernellsp.source.ir.cexpr import expand_macros, file_constants, split_args
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -88,12 +91,18 @@ def run(unit: Unit) -> Change | None:
     for call in _calls(unit):
         if any(s <= call.start_byte < e for s, e in claimed):
             continue  # inside a call already rewritten this round
-        fname = unit.text(call.child_by_field_name("function"))
+        fnode = call.child_by_field_name("function")
+        fname = unit.text(fnode)
+        targs: list[str] = []
+        if fnode is not None and fnode.type == "template_function":
+            # `warp_reduce_sum<WARP_SIZE>(v)`: a helper template with its arguments named at the call.
+            fname = unit.text(fnode.child_by_field_name("name"))
+            targs = split_args(unit.text(fnode.child_by_field_name("arguments")).strip()[1:-1])
         if fname in unit.model.macros:
             done = _expand_macro_call(unit, call, fname, change)
         else:
             helper = unit.helpers().get(fname)
-            done = _inline_helper(unit, call, helper, change, taken) if helper is not None else None
+            done = _inline_helper(unit, call, helper, change, taken, targs) if helper is not None else None
         if done is not None:
             claimed.append(done)
     for n in walk(unit.body):
@@ -173,6 +182,8 @@ class _Helper:
     params: list[tuple[str, str, bool, bool]]  # name, declared type text, is_reference, is_pointer
     ret_type: str
     templated: bool
+    #: Template parameter -> the argument it is instantiated with (its text replaces each use).
+    tmap: dict[str, str] = field(default_factory=dict)
 
 
 def _helper_shape(unit: Unit, fn: Function) -> _Helper | None:
@@ -184,7 +195,11 @@ def _helper_shape(unit: Unit, fn: Function) -> _Helper | None:
     if len(stmts) > _MAX_HELPER_STATEMENTS:
         return None
     for n in walk(body):
-        if n.type == "goto_statement" or (n.type == "storage_class_specifier" and unit.text(n) == "static"):
+        if n.type == "goto_statement" or (
+            n.type == "storage_class_specifier"
+            and unit.text(n) == "static"
+            and not _shared_declaration(unit, n)
+        ):
             return None
         if n.type == "call_expression" and unit.text(n.child_by_field_name("function")) == fn.name:
             return None  # recursion
@@ -248,6 +263,46 @@ def _param(unit: Unit, p: Node) -> tuple[str, str, bool, bool] | None:
     return name, type_text, is_ref, is_ptr
 
 
+def _template_params(fn: Function) -> list[tuple[str, str | None]]:
+    """``(name, default)`` of each template parameter of a helper."""
+    if not fn.template_params:
+        return []
+    out = []
+    for p in split_args(fn.template_params.strip().strip("<>")):
+        m = re.match(r"^(?:.*?)\b([A-Za-z_]\w*)\s*(?:=\s*(.+))?$", p.strip(), re.DOTALL)
+        if m:
+            out.append((m.group(1), m.group(2).strip() if m.group(2) else None))
+    return out
+
+
+def _instantiated(unit: Unit, h: _Helper, targs: list[str]) -> _Helper | None:
+    """The helper with its template parameters bound to the call's arguments (or their defaults)."""
+    params = _template_params(h.fn)
+    if not params:
+        return h
+    tmap: dict[str, str] = {}
+    for i, (name, default) in enumerate(params):
+        value = targs[i] if i < len(targs) else default
+        if value is None:
+            return h if not targs else None  # deduced from the arguments: the untyped path below
+        tmap[name] = value
+    subst = dict(tmap)
+
+    def fix(text: str) -> str:
+        return re.sub(r"\b[A-Za-z_]\w*\b", lambda m: subst.get(m.group(0), m.group(0)), text)
+
+    return _Helper(
+        h.fn,
+        h.node,
+        h.body,
+        h.stmts,
+        [(n, fix(t), r, ptr) for n, t, r, ptr in h.params],
+        fix(h.ret_type),
+        False,
+        tmap,
+    )
+
+
 def _simple_arg(unit: Unit, arg: Node) -> bool:
     """An argument that may be repeated freely: a name, a literal, a builtin coordinate, or arithmetic of those."""
     if has_side_effects(unit, arg) or reads_memory(unit, arg):
@@ -256,9 +311,12 @@ def _simple_arg(unit: Unit, arg: Node) -> bool:
 
 
 def _inline_helper(
-    unit: Unit, call: Node, fn: Function, change: Change, taken: set[str]
+    unit: Unit, call: Node, fn: Function, change: Change, taken: set[str], targs: list[str] | None = None
 ) -> tuple[int, int] | None:
     h = _helper_shape(unit, fn)
+    if h is None:
+        return None
+    h = _instantiated(unit, h, targs or [])
     if h is None:
         return None
     args_node = call.child_by_field_name("arguments")
@@ -286,7 +344,7 @@ def _inline_expression(
         if uses > 1 and not _simple_arg(unit, arg) and not is_ref:
             return None  # would evaluate a load or call twice: leave it (statement inlining binds it)
         values[pname] = _converted(unit, arg, _ptype, is_ref or _is_ptr or h.templated)
-    text = _substituted(unit, ret, values)
+    text = _substituted(unit, ret, values, tmap=h.tmap)
     cast = h.ret_type if h.ret_type and not h.templated and h.ret_type not in ("auto", "void") else ""
     new = f"(({cast})({text}))" if cast and _needs_cast(unit, h, ret) else f"({text})"
     change.replace(call, new)
@@ -316,11 +374,24 @@ def _converted(unit: Unit, arg: Node, ptype: str, keep: bool) -> str:
 
 
 def _substituted(
-    unit: Unit, root: Node, values: dict[str, str], renames: dict[str, str] | None = None
+    unit: Unit,
+    root: Node,
+    values: dict[str, str],
+    renames: dict[str, str] | None = None,
+    tmap: dict[str, str] | None = None,
 ) -> str:
-    """``root``'s text with parameter uses replaced by argument texts and locals renamed."""
+    """``root``'s text with parameter uses replaced by argument texts, locals renamed and template
+    parameters replaced by the arguments the call instantiates them with."""
     edits: list[tuple[int, int, str]] = []
     for n in walk(root):
+        if tmap and n.type in ("identifier", "type_identifier") and unit.text(n) in tmap:
+            p = n.parent
+            if not (p is not None and p.type == "field_expression" and p.child_by_field_name("field") == n):
+                value = tmap[unit.text(n)]
+                edits.append(
+                    (n.start_byte, n.end_byte, value if n.type == "type_identifier" else parenthesize(value))
+                )
+                continue
         if n.type != "identifier":
             continue
         p = n.parent
@@ -455,8 +526,8 @@ def _inline_statements(
             lines.append(f"{t} {local} = {unit.text(arg)};")
             renames[pname] = local
     for s in body_stmts:
-        lines.append(_substituted(unit, s, values, renames))
-    res_text = _substituted(unit, result, values, renames) if result is not None else None
+        lines.append(_substituted(unit, s, values, renames, h.tmap))
+    res_text = _substituted(unit, result, values, renames, h.tmap) if result is not None else None
     indent = line_indent(unit.data, stmt.start_byte)
     if how == "stmt":
         if result is not None and has_side_effects(unit, result):
@@ -483,3 +554,11 @@ def _inline_statements(
         change.replace(stmt, ("\n" + indent).join([*lines, f"{head}{rname}{tail}"]))
     change.notes.append(f"{h.fn.name}() inlined ({len(h.stmts)} statements)")
     return (stmt.start_byte, stmt.end_byte)
+
+
+def _shared_declaration(unit: Unit, specifier: Node) -> bool:
+    """``static __shared__ T buf[N]``: shared memory is per block whatever the storage class says, so
+    the declaration means the same in the kernel body; a plain ``static`` local keeps state across
+    calls and is not inlined."""
+    decl = specifier.parent
+    return decl is not None and decl.type == "declaration" and "__shared__" in unit.text(decl)

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kernellsp.source.ir.canon.unit import Change, Edit, Unit, walk
+from kernellsp.source.ir.canon.unit import TRUTH_OPERATORS, Change, Edit, Unit, walk
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -94,16 +94,7 @@ def _atoms(ir: KernelIR, root: Node, uniform: Callable[[KernelIR, Node], bool]) 
 
 
 def _is_comparison(ir: KernelIR, n: Node) -> bool:
-    return n.type == "binary_expression" and ir.text(n.child_by_field_name("operator")) in (
-        "<",
-        ">",
-        "<=",
-        ">=",
-        "==",
-        "!=",
-        "&&",
-        "||",
-    )
+    return n.type == "binary_expression" and ir.text(n.child_by_field_name("operator")) in TRUTH_OPERATORS
 
 
 def _integral(ir: KernelIR, n: Node) -> bool:

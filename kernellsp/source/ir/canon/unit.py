@@ -155,6 +155,9 @@ PURE_CALLS = frozenset(
         "const_cast",
     ]
 )
+#: Binary operators whose value is a truth value (0 or 1) whatever their operands' types.
+TRUTH_OPERATORS = frozenset(("<", ">", "<=", ">=", "==", "!=", "&&", "||"))
+
 _ASSIGN_OPS = ("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")
 
 
