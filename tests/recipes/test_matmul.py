@@ -22,6 +22,7 @@ from kernellsp.optimize.propose.recipes import _gemm_codegen as cg
 from kernellsp.optimize.propose.recipes import _gemv_codegen as gv
 from kernellsp.optimize.propose.recipes import explain, recipe
 from kernellsp.optimize.propose.recipes.base import Match, RecipeContext, contexts_for
+from kernellsp.optimize.propose.recipes.matmul import oriented
 from kernellsp.optimize.verify.scope import check_scope, edit_targets
 from kernellsp.source import spec as specmod
 from kernellsp.source.model import parse_source
@@ -82,13 +83,22 @@ def test_column_major_alpha_beta_binds_leading_dimensions_and_epilogue() -> None
     _, m = _match("matmul-tiled", CORPUS / "matmul_colmajor_lda.cu", "sgemm_nn_colmajor")
     assert isinstance(m, Match), m
     b: cg.GemmBinding = m.data.binding
+    # A column-major C is bound as its row-major transpose C^T = B^T A^T (A is always the factor that
+    # moves with C's non-contiguous coordinate); orientation BA is the problem as the BLAS call states it.
     assert [(o.name, o.layout, o.ld) for o in (b.a, b.b, b.c)] == [
+        ("B", "row", "ldb"),
+        ("A", "row", "lda"),
+        ("C", "row", "ldc"),
+    ]
+    assert b.epilogue == "alpha * {acc} + beta * {c}"
+    assert (b.m, b.n, b.k) == ("n", "m", "k")
+    t = oriented(b, "BA")
+    assert [(o.name, o.layout, o.ld) for o in (t.a, t.b, t.c)] == [
         ("A", "col", "lda"),
         ("B", "col", "ldb"),
         ("C", "col", "ldc"),
     ]
-    assert b.epilogue == "alpha * {acc} + beta * {c}"
-    assert (b.m, b.n, b.k) == ("m", "n", "k")
+    assert (t.m, t.n, t.k) == ("m", "n", "k")
 
 
 def test_linear_layer_binds_transposed_weight_and_bias_start() -> None:

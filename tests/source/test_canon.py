@@ -171,6 +171,69 @@ __global__ void k_template(const float* a, float* b, int n) {
         ["static __shared__ float partial[128 / 32]", "m = 32 >> 1", "m_1 = (128 / 32) >> 1", "v = (v_2);"],
         ["block_sum_t<", "lane_sum_t<"],
     ),
+    "inline_helpers_tail_return": (
+        "inline-helpers",
+        _spec(ARGS_AB)
+        + """__device__ void body_h(const float* a, float* b, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    b[i] = 2.0f * a[i];
+}
+__global__ void k_tail(const float* a, float* b, int n) {
+    body_h(a, b, n);
+}
+""",
+        "k_tail",
+        ["if (i >= n) return;", "b[i] = 2.0f * a[i];"],
+        ["body_h("],
+    ),
+    "loop_form": (
+        "loop-form",
+        _spec(ARGS_AB)
+        + """__global__ void k_while(const float* a, float* b, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    while (i < n) {
+        float acc = 0.0f;
+        int k = 0;
+        while (k < 4) {
+            if (k == 2) { k += 1; continue; }
+            acc += a[i];
+            k++;
+        }
+        int j = 0;
+        while (j < 3) { acc *= 0.5f; j++; }
+        b[i] = acc + j;
+        i += blockDim.x * gridDim.x;
+    }
+}
+""",
+        "k_while",
+        [
+            "for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {",
+            "while (k < 4)",
+            "int j = 0;",
+            "while (j < 3)",
+        ],
+        ["for (int k", "for (int j"],
+    ),
+    "flat_blocks": (
+        "flat-blocks",
+        _spec(ARGS_AB)
+        + """__global__ void k_blocks(const float* a, float* b, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float s = 0.0f;
+        { for (int k = 0; k < 4; ++k) s += a[i]; }
+        { float t = s * 2.0f; s = t; }
+        float t = s;
+        b[i] = t;
+    }
+}
+""",
+        "k_blocks",
+        ["float s = 0.0f; for (int k = 0; k < 4; ++k) s += a[i];", "{ float t = s * 2.0f; s = t; }"],
+        ["{ for (int k"],
+    ),
     "collectives": (
         "collectives",
         _spec(ARGS_AB, block="128")

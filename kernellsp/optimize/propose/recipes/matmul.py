@@ -121,11 +121,11 @@ def describe(
 
 def classify(ctx: RecipeContext, p: Product) -> Gemm | str:
     """Read the GEMM binding off the analysed product, or say why it is not a matrix-matrix product."""
+    got_roles = roles(p)
+    if isinstance(got_roles, str):
+        return got_roles
+    p, ci, cj, cb = got_roles
     f0, f1, st = p.factors[0], p.factors[1], p.store
-    roles = _roles(p)
-    if isinstance(roles, str):
-        return roles
-    ci, cj, cb = roles
     for t in (f0, f1, st):
         ct = ctx.ctype(t.access.base)
         if ct != "float":
@@ -197,8 +197,28 @@ def spec_extents(
     return m_spec, n_spec, batch_spec
 
 
-def _roles(p: Product) -> tuple[ms.Coord, ms.Coord, ms.Coord | None] | str:
-    """The row coordinate (A's own), the column coordinate (B's own) and the batch coordinate, if any."""
+def roles(p: Product) -> tuple[Product, ms.Coord, ms.Coord, ms.Coord | None] | str:
+    """The product with its factors as A and B, the row coordinate (A's own), the column coordinate
+    (B's own) and the batch coordinate, if any.
+
+    ``a[..] * b[..]`` and ``b[..] * a[..]`` are one product: A is the factor that moves with the
+    output's row, the coordinate along which the output is *not* contiguous (a row-major C). Only an
+    output contiguous along neither keeps the order written. The binding is then the same however the
+    kernel orders its operands (the ``BA`` orientation still offers the transposed problem).
+    """
+    got = _coordinate_roles(p)
+    if isinstance(got, str):
+        return got
+    ci, cj, cb = got
+    st = p.store.index
+    if st.coeff(cj.name) != Poly.const(1) and st.coeff(ci.name) == Poly.const(1):
+        p = replace(p, factors=(p.factors[1], p.factors[0]), converts=(p.converts[1], p.converts[0]))
+        ci, cj = cj, ci
+    return p, ci, cj, cb
+
+
+def _coordinate_roles(p: Product) -> tuple[ms.Coord, ms.Coord, ms.Coord | None] | str:
+    """The coordinates f0 alone moves with (rows), f1 alone (columns) and the batch, if any."""
     f0, f1, st = p.factors[0], p.factors[1], p.store
     for c in p.coords:
         if not p.moves(st, c.name):

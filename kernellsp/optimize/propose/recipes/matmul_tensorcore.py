@@ -36,9 +36,9 @@ from kernellsp.optimize.propose.recipes.base import (
 from kernellsp.optimize.propose.recipes.matmul import (
     PERSISTENT_GRID,
     Gemm,
-    _roles,
     bind,
     describe,
+    roles,
     with_launch,
 )
 from kernellsp.source import spec as specmod
@@ -77,11 +77,11 @@ def match(ctx: RecipeContext) -> Match | Decline:
 
 def classify(ctx: RecipeContext, p: Product) -> MmaGemm | str:
     """Read the binding off the analysed product, or say why tensor cores do not apply."""
+    got_roles = roles(p)
+    if isinstance(got_roles, str):
+        return got_roles
+    p, ci, cj, cb = got_roles
     f0, f1 = p.factors
-    roles = _roles(p)
-    if isinstance(roles, str):
-        return roles
-    ci, cj, cb = roles
     ta, tb = ctx.ctype(f0.access.base), ctx.ctype(f1.access.base)
     for name, ct in ((f0.access.base, ta), (f1.access.base, tb)):
         if ct not in mc.MMA_TYPES:

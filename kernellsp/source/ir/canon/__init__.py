@@ -58,6 +58,8 @@ PASS_ORDER = (
     "inline_helpers",
     "collectives",
     "structured_exits",
+    "loop_form",
+    "flat_blocks",
     "ssa_locals",
     "forward_subst",
     "uniform_atoms",

@@ -14,7 +14,8 @@ After this pass a kernel's computation is visible in its own body: an index comp
   initializer (``T v = f(a);``) or in an assignment (``v = f(a);``), or hoisted in front of the
   statement that calls it when the call is evaluated unconditionally there; its locals are renamed
   away from the kernel's names, its parameters bound to the arguments. Helpers with a ``return``
-  before their last statement, recursion, ``static`` locals (other than ``static __shared__``
+  before their last statement (unless the call is the last thing the kernel does, where leaving the
+  helper and leaving the kernel are the same), recursion, ``static`` locals (other than ``static __shared__``
   arrays, which are per block anyway) or ``goto`` are left alone.
 * A template helper called with explicit arguments (``warp_reduce<32>(v)``) is instantiated first:
   each template parameter is replaced by its argument (or default) before inlining.
@@ -486,8 +487,14 @@ def _inline_statements(
     how, stmt = ctx
     last = h.stmts[-1]
     returns = [n for n in walk(h.body) if n.type == "return_statement"]
-    if any(r != last for r in returns):
-        return None  # an early return: not structured (structured-exits runs on kernels only)
+    early = [r for r in returns if r != last]
+    if early and not (
+        how == "stmt" and all(not r.named_children for r in early) and _ends_the_kernel(unit, stmt)
+    ):
+        # An early return leaves the helper only; inlined it would leave the kernel. That is the
+        # same thing only where nothing of the kernel follows the call (structured-exits then
+        # turns the returns into conditions).
+        return None
     result = (
         next((c for c in last.named_children if c.type != "comment"), None)
         if last.type == "return_statement"
@@ -554,6 +561,26 @@ def _inline_statements(
         change.replace(stmt, ("\n" + indent).join([*lines, f"{head}{rname}{tail}"]))
     change.notes.append(f"{h.fn.name}() inlined ({len(h.stmts)} statements)")
     return (stmt.start_byte, stmt.end_byte)
+
+
+def _ends_the_kernel(unit: Unit, stmt: Node) -> bool:
+    """Nothing of the kernel runs after ``stmt``: it is the last statement of its block, of each
+    enclosing block and branch, and no loop encloses it."""
+    cur = stmt
+    while cur != unit.body:
+        parent = cur.parent
+        if parent is None:
+            return False
+        if parent.type == "compound_statement":
+            later = cur.next_named_sibling
+            while later is not None and later.type == "comment":
+                later = later.next_named_sibling
+            if later is not None:
+                return False
+        elif parent.type not in ("if_statement", "else_clause"):
+            return False
+        cur = parent
+    return True
 
 
 def _shared_declaration(unit: Unit, specifier: Node) -> bool:
