@@ -305,7 +305,13 @@ def _walk(node: tree_sitter.Node, t: _Text, model: SourceModel, extern_c: bool) 
                 model.functions.append(fn)
                 _launch_sites(n, t, model, fn.name)
             continue
-        if typ == "declaration" and any(c.type == "function_declarator" for c in n.children):
+        if (
+            typ == "declaration"
+            and all(d.type == "function_declarator" for d in n.children_by_field_name("declarator"))
+            and any(c.type == "function_declarator" for c in n.children)
+        ):
+            # A prototype. `__device__ float f(float), cache[1024];` also declares a variable: it is
+            # not a function's declaration (the scope gate judges it as the file-scope state it adds).
             fn = _function(n, t, ext, tmpl, tmpl_node)
             if fn is not None:
                 model.functions.append(fn)

@@ -125,6 +125,10 @@ ACCEPTED = {
         SPEC_OPEN,
         "__device__ float thrice(float v) { return 3.0f * v; }\n\n" + SPEC_OPEN,
     ),
+    "helper prototypes (all declarators functions)": (
+        SPEC_OPEN,
+        "__device__ float thrice(float v), half_of(float v);\n\n" + SPEC_OPEN,
+    ),
     "__restrict__ and const on the signature": (
         SIG,
         "__global__ void scale(const float* __restrict__ x, float* __restrict__ y, const int n)",
@@ -257,6 +261,18 @@ REJECTED: dict[str, tuple[str, str, tuple[str, ...], tuple[str, ...]]] = {
     "file-scope __device__ variable": (
         SPEC_OPEN,
         "__device__ float g_cache[1024];\n\n" + SPEC_OPEN,
+        ("scale",),
+        (OUTSIDE,),
+    ),
+    "__device__ variable beside a helper prototype": (
+        SPEC_OPEN,
+        "__device__ float helper_sq(float), g_cache[1024];\n\n" + SPEC_OPEN,
+        ("scale",),
+        (OUTSIDE,),
+    ),
+    "__device__ pointer beside a helper prototype": (
+        SPEC_OPEN,
+        "__device__ int helper_id(int), *g_flag;\n\n" + SPEC_OPEN,
         ("scale",),
         (OUTSIDE,),
     ),

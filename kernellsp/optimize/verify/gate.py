@@ -4,7 +4,10 @@ Order of gates, each with a named verdict when it fails:
 
 1. ``scope_violation``: the edit is outside the targeted kernels, their ``__device__`` helpers and
    the structured launch fields (:mod:`kernellsp.optimize.verify.scope`), checked before anything compiles;
-2. ``compile_error``: the candidate's harness does not build; in the loop's rounds only
+2. ``compile_error``: the candidate's harness does not build; ``timing_dependent``: its device code
+   (its PTX, so inline assembly and helpers count) reads a clock, timer or placement register
+   (``%clock64``, ``%globaltimer``, ``%smid``, ...) that the baseline does not
+   (:mod:`kernellsp.optimize.verify.timing_reads`); in the loop's rounds only
    (``screen_speedup``), one A/B timing round follows, and a candidate that cannot become the round's
    champion is refused here, before its correctness runs: ``not_faster`` when it cannot clear the minimum
    gain, ``outpaced`` when it cannot beat the round's accepted lead (rounds only select; a candidate
@@ -51,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from kernellsp.build.nvcc import Cancelled
+from kernellsp.optimize.verify import timing_reads
 from kernellsp.optimize.verify.correctness_gate import check_correctness, oracle_runs
 from kernellsp.optimize.verify.sanitizer_gate import sanitize
 from kernellsp.optimize.verify.scope import check_scope
@@ -241,9 +245,17 @@ def _verify_in(
         )
 
     t_build = time.monotonic()
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        # Both sides' PTX (the device-code check below) compiles beside the builds.
+        ptxs = pool.map(
+            lambda who: timing_reads.read_ptx(
+                s.runner, f"{s.wd}/{who}", nvcc, opts.arch, flags[who], opts.build_timeout_s, s.cancel
+            ),
+            ("base", "cand"),
+        )
         futs = {k: pool.submit(build, k) for k in ("base", "cand")}
         built = {k: f.result() for k, f in futs.items()}
+        base_ptx, cand_ptx = ptxs
     s.phase_s["build"] = time.monotonic() - t_build
     s.exe_paths = {"h_base": "base/h_base", "h_cand": "cand/h_cand"}
     if built["base"].returncode != 0:
@@ -255,7 +267,15 @@ def _verify_in(
             f"the candidate does not compile: {first_line(built['cand'].output)}",
             compiler_output=built["cand"].output[-4000:],
         )
-    details: dict[str, Any] = {"checked": [], "run_seed": s.run_seed, "phase_seconds": s.phase_s}
+    refused = timing_reads.verdict(base_ptx, cand_ptx, entry)
+    if refused is not None:
+        return refused
+    details: dict[str, Any] = {
+        "checked": [],
+        "device_code": "reads no clock, timer or placement register that the baseline does not (PTX)",
+        "run_seed": s.run_seed,
+        "phase_seconds": s.phase_s,
+    }
     s.oracle = oracle_runs(s, path, baseline, entry, bplan, bspec, files, nvcc)
     prior = None
     if opts.screen_speedup is not None and opts.time_candidate and not opts.timing_only:

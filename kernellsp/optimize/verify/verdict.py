@@ -12,6 +12,7 @@ VERDICTS = (
     "accepted",
     "scope_violation",
     "compile_error",
+    "timing_dependent",
     "runtime_error",
     "timeout",
     "input_mutated",
