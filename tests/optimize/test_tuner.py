@@ -557,3 +557,50 @@ def test_restrict_adds_no_const_a_local_pointer_cannot_take(tmp_path: Path) -> N
     assert "float* __restrict__ inp" in c.text and "const float* __restrict__ inp" not in c.text
     res = nvcc.build(tmp_path / "a.cu", c.text, parse_source(c.text, "a.cu"), use_cache=False)
     assert res.ok, [str(m) for m in res.messages if m.severity == "error"][:2]
+
+
+@pytest.mark.skipif(not NVCC, reason="needs nvcc")
+def test_unroll_annotates_innermost_counted_loops(tmp_path: Path) -> None:
+    from kernellsp.build import nvcc
+
+    for name in ("conv1d.cu", "softmax_row.cu", "sgemm_naive.cu"):
+        ctx = sample_context(name)
+        cands = by_desc(propose_all(ctx))
+        c = cands["unroll:4"]
+        diff = [
+            ln
+            for ln in difflib.unified_diff(ctx.text.splitlines(), c.text.splitlines(), lineterm="", n=0)
+            if ln.startswith(("+", "-")) and not ln.startswith(("+++", "---"))
+        ]
+        assert diff and all(ln[1:].strip() == "#pragma unroll 4" for ln in diff), (name, diff)
+        sc = check_scope(ctx.text, c.text, edit_targets(ctx.model, ctx.entry), entry=ctx.entry)
+        assert sc.ok, (name, sc.reason)
+        res = nvcc.build(tmp_path / name, c.text, parse_source(c.text, name), use_cache=False)
+        assert res.ok, (name, [str(m) for m in res.messages if m.severity == "error"][:2])
+        # Annotated loops are not annotated again.
+        again = context(c.text, str(SAMPLES / name))
+        assert "unroll:8" not in by_desc(propose_all(again))
+    # No counted loop with an unknown trip count: nothing to annotate.
+    assert "unroll:4" not in by_desc(propose_all(sample_context("vector_add.cu")))
+
+
+def test_launch_bounds_with_min_blocks_where_registers_limit_occupancy() -> None:
+    text = (SAMPLES / "conv1d.cu").read_text()
+    entry = sample_context("conv1d.cu").entry
+    f = Finding(
+        code="KL103",
+        severity=Severity("warning"),
+        message="registers limit occupancy",
+        path="k.cu",
+        range=line_range(1),
+        kernel=entry,
+        evidence={"registers": 96},
+    )
+    plain = by_desc(propose_all(sample_context("conv1d.cu")))
+    assert not any(d.startswith("launch_bounds:") and "," in d for d in plain)
+    cands = by_desc(propose_all(context(text, str(SAMPLES / "conv1d.cu"), findings=[f])))
+    lb = [d for d in cands if d.startswith("launch_bounds:") and "," in d]
+    assert lb, list(cands)
+    bs, min_blocks = (int(x) for x in lb[0].split(":")[1].split(","))
+    assert bs * min_blocks >= 2048 or min_blocks == 32
+    assert f"__launch_bounds__({bs}, {min_blocks})" in cands[lb[0]].text

@@ -6,7 +6,10 @@ Transforms, each applied to the current champion and named so memory can skip wh
 * ``block:B`` — another block size for a 1-D launch whose grid is ``ceil_div(X, <block>)``;
 * ``restrict`` — ``const __restrict__`` on pointers the kernel only reads, ``__restrict__`` on the rest
   (the harness allocates every buffer separately; the user asserts no aliasing by accepting);
-* ``launch_bounds:B`` — ``__launch_bounds__(B)`` for a fixed block size;
+* ``launch_bounds:B`` — ``__launch_bounds__(B)`` for a fixed block size; ``launch_bounds:B,M`` with the
+  minimum of resident blocks that fills an SM's 2048 threads, where registers limit occupancy (KL103);
+* ``unroll:N`` — ``#pragma unroll N`` before each innermost counted loop whose bound is not a literal
+  (filter, window, reduction and K loops), in every kernel the entry runs;
 * ``float_literals`` — ``f`` suffixes on double literals in a float kernel (KL401), kept only if the
   correctness gate agrees within the spec's tolerance;
 * ``flag:--extra-device-vectorization`` and ``flag:-maxrregcount=R`` (when registers limit occupancy).
@@ -65,6 +68,43 @@ def _fn_text_edit(
         data = data[:start] + rep + data[end:]
     out = data.decode()
     return out if out != text else None
+
+
+def _innermost_counted_loops(body: Any, data: bytes) -> list[Any]:
+    """``for`` loops under ``body`` with no loop inside, an ``i < bound`` style condition whose bound
+    is not a literal, a ``++``/``+=`` step, and no ``#pragma`` on the line before."""
+    out = []
+    stack = [body] if body is not None else []
+    while stack:
+        n = stack.pop()
+        stack.extend(n.children)
+        if n.type != "for_statement":
+            continue
+        inner = n.child_by_field_name("body")
+        nested = [c for c in (inner.children if inner is not None else []) if c is not None]
+        todo = list(nested)
+        has_loop = False
+        while todo:
+            c = todo.pop()
+            if c.type in ("for_statement", "while_statement", "do_statement"):
+                has_loop = True
+                break
+            todo.extend(c.children)
+        cond = n.child_by_field_name("condition")
+        step = n.child_by_field_name("update")
+        if has_loop or cond is None or step is None or cond.type != "binary_expression":
+            continue
+        right = cond.child_by_field_name("right")
+        if right is None or right.type == "number_literal":
+            continue
+        if step.type not in ("update_expression", "assignment_expression"):
+            continue
+        line_start = data.rfind(b"\n", 0, n.start_byte) + 1
+        prev_line = data[data.rfind(b"\n", 0, max(line_start - 1, 0)) + 1 : line_start].strip()
+        if prev_line.startswith(b"#pragma"):
+            continue
+        out.append(n)
+    return out
 
 
 def _aliased_as_mutable(model: SourceModel, kernel: str) -> set[str]:
@@ -202,12 +242,8 @@ class Tuner:
         items += self._block_shape_items(ctx)
         # 2b. Block size of a host launcher's 1-D launch (its grid and block expressions, what the scope allows).
         items += self._host_block_items(ctx)
-        # 3. Qualifiers.
-        items.append((5 if "KL405" in fired else 15, "restrict", ["KL405"], lambda: self._restrict(ctx)))
-        bs = self._fixed_block(ctx)
-        fn = ctx.model.function(ctx.entry)
-        if bs and fn is not None and fn.kind == "global" and not fn.launch_bounds:
-            items.append((25, f"launch_bounds:{bs}", ["KL103"], lambda: self._launch_bounds(ctx, bs)))
+        # 3. Qualifiers and loop annotations.
+        items += self._qualifier_items(ctx, fired)
         # 4. Precision of literals.
         if "KL401" in fired or self._has_double_literals(ctx):
             items.append(
@@ -242,6 +278,32 @@ class Tuner:
                     )
         items.sort(key=lambda t: t[0])
         return [(name, rules, make) for _, name, rules, make in items]
+
+    def _qualifier_items(
+        self, ctx: ProposalContext, fired: set[str]
+    ) -> list[tuple[int, str, list[str], Callable[[], str | None]]]:
+        """``restrict``, ``launch_bounds:...`` and ``unroll:N``: edits of the kernels' text that keep their meaning."""
+        items: list[tuple[int, str, list[str], Callable[[], str | None]]] = []
+        items.append((5 if "KL405" in fired else 15, "restrict", ["KL405"], lambda: self._restrict(ctx)))
+        bs = self._fixed_block(ctx)
+        fn = ctx.model.function(ctx.entry)
+        if bs and fn is not None and fn.kind == "global" and not fn.launch_bounds:
+            items.append((25, f"launch_bounds:{bs}", ["KL103"], lambda: self._launch_bounds(ctx, bs)))
+            if "KL103" in fired and bs <= 1024:
+                # Registers limit occupancy: ask for as many resident blocks as fill the SM's 2048 threads.
+                min_blocks = min(32, max(2, 2048 // bs))
+                items.append(
+                    (
+                        9,
+                        f"launch_bounds:{bs},{min_blocks}",
+                        ["KL103"],
+                        lambda: self._launch_bounds(ctx, bs, min_blocks),
+                    )
+                )
+        # 3a. Unrolling of counted inner loops whose trip count nvcc does not know.
+        for factor in (4, 8):
+            items.append((35, f"unroll:{factor}", [], lambda f=factor: self._unroll(ctx, f)))  # type: ignore[misc]
+        return items
 
     def _block_shape_items(
         self, ctx: ProposalContext
@@ -376,13 +438,41 @@ class Tuner:
             edits.append((p.span.start_byte, p.span.end_byte, new.encode()))
         return edits
 
-    def _launch_bounds(self, ctx: ProposalContext, bs: int) -> str | None:
+    def _launch_bounds(self, ctx: ProposalContext, bs: int, min_blocks: int | None = None) -> str | None:
+        bounds = f"{bs}, {min_blocks}" if min_blocks else f"{bs}"
+
         def edit(model: SourceModel, data: bytes) -> list[tuple[int, int, bytes]]:
             f = model.function(ctx.entry)
             assert f is not None
             # `__global__ void __launch_bounds__(B) name(...)`: insert right before the name.
             start = f.name_span.start_byte
-            return [(start, start, f"__launch_bounds__({bs}) ".encode())]
+            return [(start, start, f"__launch_bounds__({bounds}) ".encode())]
+
+        return _fn_text_edit(ctx.text, ctx.entry, edit)
+
+    def _unroll(self, ctx: ProposalContext, factor: int) -> str | None:
+        """``#pragma unroll FACTOR`` before every innermost counted ``for`` loop of the kernels the entry
+        runs whose bound is not a literal (nvcc unrolls those itself) and that carries no pragma yet."""
+        from kernellsp.optimize.verify.scope import edit_targets
+
+        kernels = edit_targets(ctx.model, ctx.entry)
+
+        def edit(model: SourceModel, data: bytes) -> list[tuple[int, int, bytes]]:
+            edits: list[tuple[int, int, bytes]] = []
+            for name in kernels:
+                f = model.function(name)
+                if f is None or f.body_span is None or model.tree is None:
+                    continue
+                body = model.tree.root_node.descendant_for_byte_range(
+                    f.body_span.start_byte, f.body_span.end_byte
+                )
+                for loop in _innermost_counted_loops(body, data):
+                    line_start = data.rfind(b"\n", 0, loop.start_byte) + 1
+                    indent = data[line_start : loop.start_byte]
+                    if indent.strip():
+                        continue  # the loop shares its line with other code: a pragma line cannot go before it
+                    edits.append((line_start, line_start, indent + f"#pragma unroll {factor}\n".encode()))
+            return edits
 
         return _fn_text_edit(ctx.text, ctx.entry, edit)
 
