@@ -604,3 +604,46 @@ def test_launch_bounds_with_min_blocks_where_registers_limit_occupancy() -> None
     bs, min_blocks = (int(x) for x in lb[0].split(":")[1].split(","))
     assert bs * min_blocks >= 2048 or min_blocks == 32
     assert f"__launch_bounds__({bs}, {min_blocks})" in cands[lb[0]].text
+
+
+SMEM_TILE = """#define TILE 32
+/* kernellsp
+sizes = { W = 1024, H = 1024 }
+launch = { grid = ["W // 32", "H // 32"], block = [32, 32] }
+shapes = [{ W = 64, H = 96 }]
+[args]
+in = { dtype = "f32", dir = "in", count = "W * H" }
+out = { dtype = "f32", dir = "out", count = "W * H" }
+w = { value = "W" }
+h = { value = "H" }
+*/
+__global__ void transpose_tile(const float* in, float* out, int w, int h) {
+    __shared__ float tile[TILE][TILE];
+    __shared__ float flat[TILE][TILE];
+    int x = blockIdx.x * TILE + threadIdx.x, y = blockIdx.y * TILE + threadIdx.y;
+    tile[threadIdx.y][threadIdx.x] = in[y * w + x];
+    flat[threadIdx.y][threadIdx.x] = 0.0f;
+    __syncthreads();
+    float* row = flat[threadIdx.x];
+    x = blockIdx.y * TILE + threadIdx.x;
+    y = blockIdx.x * TILE + threadIdx.y;
+    out[y * h + x] = tile[threadIdx.x][threadIdx.y] + row[0];
+}
+"""
+
+
+@pytest.mark.skipif(not NVCC, reason="needs nvcc")
+def test_smem_pad_pads_tiles_indexed_only_in_two_dimensions(tmp_path: Path) -> None:
+    from kernellsp.build import nvcc
+
+    ctx = context(SMEM_TILE)
+    c = by_desc(propose_all(ctx))["smem_pad"]
+    assert "__shared__ float tile[TILE][TILE + 1];" in c.text
+    # `flat[threadIdx.x]` is a row pointer: its row length is visible to code, so it keeps it.
+    assert "__shared__ float flat[TILE][TILE];" in c.text
+    sc = check_scope(ctx.text, c.text, edit_targets(ctx.model, ctx.entry), entry=ctx.entry)
+    assert sc.ok, sc.reason
+    res = nvcc.build(tmp_path / "t.cu", c.text, parse_source(c.text, "t.cu"), use_cache=False)
+    assert res.ok, [str(m) for m in res.messages if m.severity == "error"][:2]
+    # Padded once: the padded tile (33 columns) is not padded again.
+    assert "smem_pad" not in by_desc(propose_all(context(c.text)))

@@ -8,6 +8,8 @@ Transforms, each applied to the current champion and named so memory can skip wh
   (the harness allocates every buffer separately; the user asserts no aliasing by accepting);
 * ``launch_bounds:B`` — ``__launch_bounds__(B)`` for a fixed block size; ``launch_bounds:B,M`` with the
   minimum of resident blocks that fills an SM's 2048 threads, where registers limit occupancy (KL103);
+* ``smem_pad`` — one padding column on ``__shared__ T t[R][C]`` tiles with ``C`` a multiple of 16 that
+  are only indexed ``t[i][j]`` (bank conflicts of column walks);
 * ``unroll:N`` — ``#pragma unroll N`` before each innermost counted loop whose bound is not a literal
   (filter, window, reduction and K loops), in every kernel the entry runs;
 * ``float_literals`` — ``f`` suffixes on double literals in a float kernel (KL401), kept only if the
@@ -68,6 +70,61 @@ def _fn_text_edit(
         data = data[:start] + rep + data[end:]
     out = data.decode()
     return out if out != text else None
+
+
+_ELEM_BYTES = {"float": 4, "int": 4, "unsigned": 4, "double": 8, "half": 2, "__half": 2, "__nv_bfloat16": 2}
+
+
+def _shared_tiles(body: Any, data: bytes) -> list[tuple[str, Any, Any, int]]:
+    """``(name, rows node, cols node, element bytes)`` of each ``__shared__ T name[R][C];`` in ``body``."""
+    out = []
+    stack = [body] if body is not None else []
+    while stack:
+        n = stack.pop()
+        stack.extend(n.children)
+        if n.type != "declaration" or b"__shared__" not in data[n.start_byte : n.end_byte]:
+            continue
+        if b"extern" in data[n.start_byte : n.end_byte]:
+            continue
+        tnode = n.child_by_field_name("type")
+        elem = _ELEM_BYTES.get(data[tnode.start_byte : tnode.end_byte].decode() if tnode is not None else "")
+        decls = n.children_by_field_name("declarator")
+        if elem is None or len(decls) != 1 or decls[0].type != "array_declarator":
+            continue
+        outer = decls[0]
+        inner = outer.child_by_field_name("declarator")
+        if inner is None or inner.type != "array_declarator":
+            continue
+        ident = inner.child_by_field_name("declarator")
+        rows, cols = inner.child_by_field_name("size"), outer.child_by_field_name("size")
+        if ident is None or ident.type != "identifier" or rows is None or cols is None:
+            continue
+        out.append((data[ident.start_byte : ident.end_byte].decode(), rows, cols, elem))
+    return out
+
+
+def _indexed_2d_only(body: Any, data: bytes, name: str) -> bool:
+    """Every use of ``name`` in ``body`` (besides its declaration) is ``name[i][j]``."""
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        stack.extend(n.children)
+        if n.type != "identifier" or data[n.start_byte : n.end_byte].decode() != name:
+            continue
+        p = n.parent
+        if p is not None and p.type == "array_declarator":
+            continue  # the declaration
+        gp = p.parent if p is not None else None
+        if (
+            p is None
+            or p.type != "subscript_expression"
+            or p.child_by_field_name("argument") != n
+            or gp is None
+            or gp.type != "subscript_expression"
+            or gp.child_by_field_name("argument") != p
+        ):
+            return False
+    return True
 
 
 def _innermost_counted_loops(body: Any, data: bytes) -> list[Any]:
@@ -300,7 +357,9 @@ class Tuner:
                         lambda: self._launch_bounds(ctx, bs, min_blocks),
                     )
                 )
-        # 3a. Unrolling of counted inner loops whose trip count nvcc does not know.
+        # 3a. Shared tiles whose rows are a multiple of the 32 banks: one padding column.
+        items.append((12, "smem_pad", [], lambda: self._smem_pad(ctx)))
+        # 3b. Unrolling of counted inner loops whose trip count nvcc does not know.
         for factor in (4, 8):
             items.append((35, f"unroll:{factor}", [], lambda f=factor: self._unroll(ctx, f)))  # type: ignore[misc]
         return items
@@ -447,6 +506,42 @@ class Tuner:
             # `__global__ void __launch_bounds__(B) name(...)`: insert right before the name.
             start = f.name_span.start_byte
             return [(start, start, f"__launch_bounds__({bounds}) ".encode())]
+
+        return _fn_text_edit(ctx.text, ctx.entry, edit)
+
+    def _smem_pad(self, ctx: ProposalContext) -> str | None:
+        """``__shared__ T t[R][C]`` with ``C`` a multiple of 16 words becomes ``t[R][C + 1]`` in every kernel
+        the entry runs, where ``t`` is only ever indexed as ``t[i][j]`` (so no code sees the row length).
+
+        A column walk ``t[threadIdx.x][k]`` then hits 32 different banks instead of one (the classic
+        transpose fix); the padded tile must still fit the 48 KB of static shared memory."""
+        from kernellsp.optimize.verify.scope import edit_targets
+        from kernellsp.source.ir.cexpr import evaluate_text, file_constants
+
+        kernels = edit_targets(ctx.model, ctx.entry)
+
+        def edit(model: SourceModel, data: bytes) -> list[tuple[int, int, bytes]]:
+            edits: list[tuple[int, int, bytes]] = []
+            for name in kernels:
+                f = model.function(name)
+                if f is None or f.body_span is None or model.tree is None:
+                    continue
+                body = model.tree.root_node.descendant_for_byte_range(
+                    f.body_span.start_byte, f.body_span.end_byte
+                )
+                consts = file_constants(model)
+                for arr, rows, cols, elem_bytes in _shared_tiles(body, data):
+                    n_rows = evaluate_text(data[rows.start_byte : rows.end_byte].decode(), consts, model)
+                    n_cols = evaluate_text(data[cols.start_byte : cols.end_byte].decode(), consts, model)
+                    if n_rows is None or n_cols is None or n_cols % 16 != 0:
+                        continue
+                    if n_rows * (n_cols + 1) * elem_bytes > 48 * 1024 or not _indexed_2d_only(
+                        body, data, arr
+                    ):
+                        continue
+                    text = data[cols.start_byte : cols.end_byte].decode()
+                    edits.append((cols.start_byte, cols.end_byte, f"{text} + 1".encode()))
+            return edits
 
         return _fn_text_edit(ctx.text, ctx.entry, edit)
 
