@@ -106,7 +106,7 @@ def run_checks(workspace: Path | None = None) -> list[Check]:
                 Check(
                     "llm",
                     "warn",
-                    "no endpoint configured: rewrites come from the built-in tuner",
+                    "no endpoint configured: rewrites come from the built-in recipes, then the built-in tuner",
                     "set llm.base_url and llm.model in kernellsp.toml [settings] or "
                     "KERNELLSP_LLM_BASE_URL / KERNELLSP_LLM_MODEL",
                 )

@@ -19,14 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
 class LlmSettings(BaseModel):
-    """An OpenAI-compatible endpoint; no endpoint means the built-in tuner proposes rewrites."""
+    """An OpenAI-compatible endpoint; without one the built-in recipes, then the tuner, propose rewrites."""
 
     model_config = ConfigDict(extra="forbid")
 
     base_url: str | None = Field(
         default=None,
         description="Base URL of an OpenAI-compatible endpoint for rewrites (e.g. http://localhost:8000/v1); "
-        "unset: the built-in tuner proposes rewrites.",
+        "unset: the built-in recipes, then the tuner, propose rewrites.",
     )
     model: str | None = Field(default=None, description="Model name at that endpoint.")
     api_key_env: str = Field(

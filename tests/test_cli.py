@@ -217,6 +217,10 @@ def test_doctor_names_nvcc() -> None:
         assert any(re.match(rf"^\[(ok  |MISS|warn)\] {name}\b", ln) for ln in result.stdout.splitlines()), (
             name
         )
+    llm = next(ln for ln in result.stdout.splitlines() if re.match(r"^\[(ok  |warn)\] llm\b", ln))
+    if "no endpoint" in llm:
+        # Without an LLM the recipes come first, the tuner after them.
+        assert "built-in recipes, then the built-in tuner" in llm
 
 
 @requires_nvcc
