@@ -157,7 +157,7 @@ def test_out_of_scope_candidate_is_refused_without_touching_the_runner(case: str
 def test_scope_violation_records_the_line() -> None:
     candidate = edit(SOFTMAX, SIG, SIG.replace("int cols", "long cols"))
     v = verify(Path("softmax_row.cu"), SOFTMAX, candidate, "softmax_row", RecordingRunner())
-    assert v.details["line"] == SOFTMAX.splitlines().index(SIG)
+    assert v.details["line"] == SOFTMAX.splitlines().index(SIG) + 1  # 1-based, as everywhere else
 
 
 def test_host_launcher_edits_are_refused() -> None:

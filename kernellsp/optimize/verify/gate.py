@@ -115,7 +115,9 @@ def verify(
         )
     scope = check_scope(baseline, candidate, targets, str(path), entry)
     if not scope.ok:
-        v = reject("scope_violation", entry, scope.reason, line=scope.line)
+        # 1-based, as every line kernellsp prints (the scope gate counts from 0 like the parse tree).
+        line = scope.line + 1 if scope.line is not None else None
+        v = reject("scope_violation", entry, scope.reason, line=line)
         v.seconds = time.monotonic() - t0
         return v
     remote = getattr(runner, "verify_remotely", None)
