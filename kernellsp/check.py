@@ -244,6 +244,12 @@ def check_text(
             )
             if f is not None:
                 report.findings.append(f)
+    for line, code in rule_selection.unknown_codes(model.lines, ruleset.rules):
+        f = _builtin(
+            ruleset, "suppression-code", spath, line_range(line, model.lines[line]), {"code_text": code}
+        )
+        if f is not None:
+            report.findings.append(f)
     annotate_fixes(report.findings, model, bound, path)
     report.findings = rule_selection.apply(report.findings, options.selection, model.lines)
     report.findings.sort(key=lambda f: f.sort_key())

@@ -335,6 +335,13 @@ def test_suppression_comments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     # A comment about another rule, or on another line, silences nothing.
     write(tmp_path / "other.cu", STRIDED.replace(line, line + "  // kernellsp: ignore[KL101]"))
     assert sorted(codes_of(invoke("check", "other.cu"))) == ["KL401", "KL404"]
+    # A code no rule has silences nothing and says so (KL007 on the comment's line); a known prefix is fine.
+    write(tmp_path / "typo.cu", STRIDED.replace(line, line + "  // kernellsp: ignore[KL4O4, KL9999, KL4]"))
+    typo = invoke("check", "typo.cu")
+    assert codes_of(typo) == ["KL007", "KL007"]
+    assert "`kernellsp: ignore[KL4O4]` names no rule" in typo.stdout
+    assert "`kernellsp: ignore[KL9999]` names no rule" in typo.stdout
+    assert all(ln == STRIDED.splitlines().index(line) + 1 for _, ln, _, _ in findings(typo))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -33,7 +33,14 @@ CODE_RE = re.compile(r"^KL\d{3}$")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::([^{}]*))?\}")
 
 Emitter = Literal[
-    "nvcc-error", "nvcc-warning", "build-timeout", "spec-error", "missing-spec", "ncu-rule", "source-encoding"
+    "nvcc-error",
+    "nvcc-warning",
+    "build-timeout",
+    "spec-error",
+    "missing-spec",
+    "ncu-rule",
+    "source-encoding",
+    "suppression-code",
 ]
 
 

@@ -120,6 +120,21 @@ def suppressions(lines: Sequence[str]) -> Suppressions:
     return out
 
 
+def unknown_codes(lines: Sequence[str], known: Iterable[str]) -> list[tuple[int, str]]:
+    """``(0-based line, code)`` of each code in a suppression comment that starts no known rule code."""
+    known = tuple(known)
+    out = []
+    for i, text in enumerate(lines):
+        if "kernellsp" not in text:
+            continue
+        for m in _COMMENT.finditer(text):
+            raw = m.group("codes")
+            for code in parse_codes([raw]) if raw is not None else ():
+                if not any(k.startswith(code) for k in known):
+                    out.append((i, code))
+    return out
+
+
 def apply(
     findings: Iterable[Finding], selection: Selection | None, lines: Sequence[str] | None
 ) -> list[Finding]:
