@@ -58,6 +58,7 @@ def _version_callback(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option(
@@ -66,6 +67,16 @@ def _root(
     ] = False,
 ) -> None:
     """kernellsp: make CUDA kernels fast and keep them correct."""
+    # A bad sandbox setting is refused before any command does work (doctor reports it among its checks):
+    # found only when code is about to run, it would end a long job at its first GPU step.
+    if ctx.invoked_subcommand != "doctor":
+        from kernellsp.run.runner import RunnerError, sandbox_setting
+
+        try:
+            sandbox_setting()
+        except RunnerError as exc:
+            typer.echo(f"error: {exc} (unset it, or set one of those)", err=True)
+            raise typer.Exit(2) from None
 
 
 @app.command()

@@ -547,3 +547,17 @@ def test_an_unreadable_folder_is_noted(tmp_path: Path) -> None:
     finally:
         locked.chmod(0o755)
     assert "locked: folder skipped: Permission denied" in result.stderr
+
+
+def test_a_bad_sandbox_setting_is_refused_by_every_command_but_doctor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KERNELLSP_SANDBOX", "banana")
+    for args in (("check", "--no-build", "samples/vector_add.cu"), ("rules",), ("history",)):
+        result = invoke(*args)
+        assert result.exit_code == 2, (args, result.output)
+        assert "KERNELLSP_SANDBOX='banana': expected one of auto, require, off" in result.output, args
+    doctor = invoke("doctor")
+    assert "[MISS] sandbox" in doctor.stdout and "Traceback" not in doctor.output
+    monkeypatch.setenv("KERNELLSP_SANDBOX", "off")
+    assert invoke("rules").exit_code == 0
