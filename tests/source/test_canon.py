@@ -234,6 +234,45 @@ __global__ void k_tail(const float* a, float* b, int n) {
         ["float s = 0.0f; for (int k = 0; k < 4; ++k) s += a[i];", "{ float t = s * 2.0f; s = t; }"],
         ["{ for (int k"],
     ),
+    "update_fold": (
+        "update-fold",
+        _spec(ARGS_AB)
+        + """__global__ void k_fold(const float* a, float* b, int n) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    idx += 3;
+    int j = idx;
+    j = j * 2;
+    float v = a[0];
+    v = v * v;
+    if (idx < n && j < n) b[idx] = v;
+}
+""",
+        "k_fold",
+        [
+            "int idx = (blockIdx.x * blockDim.x + threadIdx.x) + 3;",
+            "int j = idx * 2;",
+            "float v = a[0];",
+            "v = v * v;",
+        ],
+        ["idx += 3;"],
+    ),
+    "ssa_locals_inner_block": (
+        "ssa-locals",
+        _spec(ARGS_AB)
+        + """__global__ void k_inner(const float* a, float* b, int n) {
+    int p, q;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        p = i;
+        q = i + 0;
+        b[p] = a[q];
+    }
+}
+""",
+        "k_inner",
+        ["int p = i;", "int q = i + 0;"],
+        ["int p, q;"],
+    ),
     "collectives": (
         "collectives",
         _spec(ARGS_AB, block="128")

@@ -61,6 +61,7 @@ PASS_ORDER = (
     "loop_form",
     "flat_blocks",
     "ssa_locals",
+    "update_fold",
     "forward_subst",
     "uniform_atoms",
     "digits",

@@ -108,6 +108,9 @@ def _declared_without_value(unit: Unit, d: Node) -> tuple[str, str] | None:
 
 
 def _sink_declarations(unit: Unit) -> Change | None:
+    """Every ``T x;`` sunk to its first assignment ``x = e;`` in its block, or moved into the nested
+    block that holds all its uses (one change for all: each declaration edits its own places)."""
+    change = Change()
     for block in walk(unit.body):
         if block.type != "compound_statement":
             continue
@@ -119,18 +122,57 @@ def _sink_declarations(unit: Unit) -> Change | None:
             if got is None:
                 continue
             name, head = got
-            for st in stmts[i + 1 :]:
+            later = stmts[i + 1 :]
+            for k, st in enumerate(later):
                 if not identifier_uses(unit, st, name):
                     continue
                 assign = _plain_assignment(unit, st, name)
                 if assign is None:
+                    inner = (
+                        _inner_block(unit, st, name)
+                        if not any(identifier_uses(unit, s, name) for s in later[k + 1 :])
+                        else None
+                    )
+                    if inner is None:
+                        break
+                    # Every use is inside one nested block (no loop between): declared there, the next
+                    # round sinks it to its first assignment.
+                    change.delete(unit.data, d)
+                    change.edits.append(Edit(inner.start_byte + 1, inner.start_byte + 1, f" {head} {name};"))
+                    change.notes.append(f"`{head} {name};` moved into the block that uses it")
                     break
-                change = Change()
                 change.delete(unit.data, d)
                 change.edits.append(Edit(st.start_byte, st.start_byte, f"{head} "))
                 change.notes.append(f"`{head} {name};` sunk to its first assignment")
-                return change
-    return None
+                break
+    return change or None
+
+
+def _inner_block(unit: Unit, st: Node, name: str) -> Node | None:
+    """The innermost ``{ }`` block under ``st`` holding every use of ``name``, with no loop between
+    ``st`` and it (a declaration moved into a loop body would start each iteration anew)."""
+    uses = identifier_uses(unit, st, name)
+    if not uses:
+        return None
+    chains = []
+    for u in uses:
+        chain = []
+        p = u.parent
+        while p is not None and p != st:
+            chain.append(p)
+            p = p.parent
+        chains.append(list(reversed(chain)))  # from st downwards
+    common: Node | None = None
+    for level in zip(*chains, strict=False):
+        if any(n != level[0] for n in level[1:]):
+            break
+        if level[0].type in ("for_statement", "while_statement", "do_statement"):
+            return None
+        if level[0].type == "compound_statement":
+            common = level[0]
+    if st.type in ("for_statement", "while_statement", "do_statement"):
+        return None
+    return common
 
 
 def _plain_assignment(unit: Unit, st: Node, name: str) -> Node | None:
