@@ -27,6 +27,7 @@ every variant with nvcc (slow: one nvcc per variant), which shows the generator 
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import shutil
 import subprocess
@@ -59,7 +60,7 @@ def _device_functions(text: str) -> list[tuple[tree_sitter.Node, bytes, str]]:
 
     model = parse_source(text, "variant.cu")
     tree, data = _tree(text)
-    out = []
+    out: list[tuple[tree_sitter.Node, bytes, str]] = []
     for fn in model.functions:
         if fn.has_body and fn.kind in ("global", "device"):
             node = tree.root_node.descendant_for_byte_range(fn.span.start_byte, fn.span.end_byte)
@@ -307,8 +308,10 @@ def _binding_value(value: str) -> str:
     return " ".join(sorted(t for t in _TOKEN.findall(_LINES.sub("lines", value)) if t not in "()"))
 
 
-def bindings(text: str, entry: str) -> list[tuple[str, str, tuple[tuple[str, str], ...]]]:
-    """(recipe, kernel, binding) of every recipe that binds, sorted."""
+@functools.lru_cache(maxsize=256)
+def bindings(text: str, entry: str) -> tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...]:
+    """(recipe, kernel, binding) of every recipe that binds, sorted (cached: each original is compared
+    with several variants)."""
     from kernellsp.optimize.propose.recipes import explain
     from kernellsp.source.model import parse_source
 
@@ -323,7 +326,7 @@ def bindings(text: str, entry: str) -> list[tuple[str, str, tuple[tuple[str, str
                     tuple(sorted((k, _binding_value(str(v))) for k, v in (e.binding or {}).items())),
                 )
             )
-    return sorted(got)
+    return tuple(sorted(got))
 
 
 def corpus() -> dict[str, str]:
