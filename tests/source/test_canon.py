@@ -293,6 +293,26 @@ __global__ void k_cg(const float* a, float* b, int n) {
         ["extern __shared__ float sdata[];", "__syncthreads();", "int t = threadIdx.x;"],
         ["cg::sync", "cta", "SharedMemoryK<float>()"],
     ),
+    "collectives_smem_object": (
+        "collectives",
+        _spec(ARGS_AB, block="128")
+        + """template <class T> class SharedMemObj {
+  public:
+    __device__ inline T* getPointer() { extern __shared__ T s_obj[]; return s_obj; }
+};
+__global__ void k_obj(const float* a, float* b, int n) {
+    SharedMemObj<float> shared;
+    volatile float* vdata = shared.getPointer();
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    vdata[threadIdx.x] = i < n ? a[i] : 0.0f;
+    __syncthreads();
+    if (i < n) b[i] = vdata[(threadIdx.x + 1) % blockDim.x];
+}
+""",
+        "k_obj",
+        ["extern __shared__ volatile float vdata[];"],
+        ["shared.getPointer()", "SharedMemObj<float> shared;"],
+    ),
     "structured_exits": (
         "structured-exits",
         _spec(ARGS_AB)

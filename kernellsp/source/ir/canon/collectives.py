@@ -8,7 +8,8 @@
   ``blockIdx.x``; a 1-D grid's ``grid.thread_rank()`` is the global index; a 32-wide tile's
   ``thread_rank()`` is the lane, ``meta_group_rank()`` the warp, its ``shfl_*``/``any``/``all``/
   ``ballot`` the ``__*_sync`` intrinsics with the full mask. Group variables left without uses go.
-* Shared memory: ``T* s = SharedMemory<T>();`` (a helper returning an ``extern __shared__`` array)
+* Shared memory: ``T* s = SharedMemory<T>();`` or ``T* s = obj.getPointer();`` (a helper or a helper
+  object's method returning an ``extern __shared__`` array; ``volatile`` kept)
   and ``extern __shared__ char raw[]; float* s = (float*)raw;`` become ``extern __shared__ T s[];``;
   a file-scope ``__shared__`` array the kernel uses is declared in the kernel.
 """
@@ -179,6 +180,10 @@ _SMEM_HELPER_CALL = re.compile(
 _SMEM_CAST = re.compile(
     r"^(?:const\s+)?([\w:]+)\s*\*\s*(\w+)\s*=\s*(?:\(\s*(?:const\s+)?\1\s*\*\s*\)|reinterpret_cast\s*<\s*(?:const\s+)?\1\s*\*\s*>)\s*\(?\s*(\w+)\s*\)?\s*;$"
 )
+#: ``volatile T* s = shared.getPointer();`` with ``SharedMem<T> shared;`` declared before it.
+_SMEM_METHOD_CALL = re.compile(
+    r"^(volatile\s+)?(?:const\s+)?([\w:]+)\s*(volatile\s*)?\*\s*(\w+)\s*=\s*(\w+)\s*\.\s*(\w+)\s*\(\s*\)\s*;$"
+)
 _EXTERN_SHARED = re.compile(
     r"^extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?([\w:]+)\s+(\w+)\s*\[\s*\]\s*;$"
 )
@@ -202,6 +207,17 @@ def _shared_memory(unit: Unit, change: Change) -> None:
             change.replace(st, f"extern __shared__ {m.group(1)} {m.group(2)}[];")
             change.notes.append(f"`{m.group(2)}` = {m.group(3)}() is the block's dynamic shared memory")
             continue
+        m = _SMEM_METHOD_CALL.match(text)
+        if m and m.group(6) in smem_helpers:
+            obj = _smem_object(unit, stmts, m.group(5), smem_helpers)
+            if obj is not None:
+                qual = "volatile " if (m.group(1) or m.group(3)) else ""
+                change.replace(st, f"extern __shared__ {qual}{m.group(2)} {m.group(4)}[];")
+                change.delete(unit.data, obj)
+                change.notes.append(
+                    f"`{m.group(4)}` = {m.group(5)}.{m.group(6)}() is the block's dynamic shared memory"
+                )
+                continue
         m = _SMEM_CAST.match(text)
         if m and m.group(3) in externs:
             raw = m.group(3)
@@ -213,6 +229,17 @@ def _shared_memory(unit: Unit, change: Change) -> None:
                     f"`{m.group(2)}` is the block's dynamic shared memory (was a cast of `{raw}`)"
                 )
     _file_scope_shared(unit, change)
+
+
+def _smem_object(unit: Unit, stmts: list[Node], name: str, smem_helpers: set[str]) -> Node | None:
+    """The declaration ``Helper<T> name;`` of a shared-memory helper object used once (by the call)."""
+    for st in stmts:
+        text = re.sub(r"\s+", " ", unit.text(st)).strip()
+        m = re.match(r"^([\w:]+)\s*(?:<[^;]*>)?\s+(\w+)\s*;$", text)
+        if m and m.group(2) == name and m.group(1).split("::")[-1] in smem_helpers:
+            others = [u for u in identifier_uses(unit, unit.body, name) if not _inside(u, st)]
+            return st if len(others) == 1 else None
+    return None
 
 
 def _inside(n: Node, st: Node) -> bool:
