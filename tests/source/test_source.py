@@ -265,6 +265,15 @@ def test_half_typed_kernel_gives_partial_model_and_syntax_errors() -> None:
     assert 5 in err_lines and 7 in err_lines
 
 
+def test_a_missing_semicolon_before_the_closing_brace_keeps_the_kernel() -> None:
+    # The last statement's `;` missing is as much a typo as one mid-body: the kernel still counts (its
+    # KL004 and the compiler's KL001 both land), and the error is where the `;` is missing.
+    for body in ("    if (i < n) x[i] *= 2.0f\n", "    x[i] = 1.0f\n    if (i < n) x[i] *= 2.0f;\n"):
+        m = parse_source("__global__ void k(float* x, int n) {\n    int i = threadIdx.x;\n" + body + "}\n")
+        assert [f.name for f in m.kernels] == ["k"] and m.function("k") is not None, body
+        assert [e.start_line for e in m.syntax_errors] == [2], body
+
+
 def test_syntax_error_inside_a_body_is_reported() -> None:
     m = parse_source("__global__ void k(float* a)\n{\n    a[0] = 1 +;\n}\n")
     assert [f.name for f in m.kernels] == ["k"]
