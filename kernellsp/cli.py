@@ -167,12 +167,17 @@ def check(
     )
     arch = normalise_arch(arch or settings.arch)
     problem = arch_problem(arch)
+    anchor = Path(paths[0]) if paths else Path.cwd()
+    try:
+        flags, selection = _project_options(
+            anchor, settings, include_dir or [], define or [], select, ignore or []
+        )
+    except typer.Exit:
+        if problem is not None:  # the options' own error is printed already: the arch's goes with it
+            _fail(f"{origin}: {problem}")
+        raise
     if problem is not None:
         raise _fail(f"{origin}: {problem}")
-    anchor = Path(paths[0]) if paths else Path.cwd()
-    flags, selection = _project_options(
-        anchor, settings, include_dir or [], define or [], select, ignore or []
-    )
     options = CheckOptions(
         arch=arch,
         build_timeout_s=settings.build_timeout_s,

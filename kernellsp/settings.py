@@ -251,9 +251,11 @@ def load_settings(workspace: Path | None = None, overrides: dict[str, Any] | Non
         try:
             Settings.model_validate(merged)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            loc = ".".join(str(p) for p in err["loc"])
-            raise SettingsError(f"{origin}: setting '{loc}': {err['msg']}") from None
+            # Every bad setting of the layer at once, not one per run.
+            found = "; ".join(
+                f"setting '{'.'.join(str(p) for p in err['loc'])}': {err['msg']}" for err in exc.errors()
+            )
+            raise SettingsError(f"{origin}: {found}") from None
     return Settings.model_validate(merged)
 
 

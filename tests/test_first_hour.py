@@ -640,3 +640,41 @@ def test_a_struct_argument_is_not_supported_yet_and_says_so() -> None:
         "'p' is a Params passed by value: launch specs cannot describe struct arguments yet" in m
         for m in msgs
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# Every problem of a spec and of kernellsp.toml at once (issue 31, item 5.6)
+
+SPEC_MISSING_ARGS = """/* kernellsp
+sizes = { N = 1024 }
+launch = { grid = "ceil_div(N, 256)", block = 256 }
+[args]
+x = { dtype = "f33", dir = "sideways", count = "M" }
+*/
+__global__ void k(float* x, float* y, int n) {
+    int i = threadIdx.x;
+    if (i < n) y[i] = x[i];
+}
+"""
+
+
+def test_every_spec_and_settings_problem_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "k.cu", SPEC_MISSING_ARGS)
+    got = [m for _, _, c, m in findings(invoke("check", "--no-build", "k.cu")) if c == "KL003"]
+    # A bad dtype, dir and count, and the arguments the spec forgot: four errors in one run.
+    assert len(got) == 4, got
+    assert any("missing argument(s) y, n" in m for m in got), got
+    assert (
+        any("'f33'" in m for m in got)
+        and any("'sideways'" in m for m in got)
+        and any("'M'" in m for m in got)
+    )
+    write(tmp_path / "kernellsp.toml", '[settings]\nrunner = "moon"\ngpu_wait_timeout_s = "soon"\n')
+    bad = invoke("check", "--no-build", "k.cu")
+    assert bad.exit_code == 2
+    assert "setting 'runner'" in bad.output and "setting 'gpu_wait_timeout_s'" in bad.output
+    write(tmp_path / "kernellsp.toml", '[settings]\narch = "sm_1"\nselect = ["KL9"]\n')
+    bad = invoke("check", "--no-build", "k.cu")
+    assert bad.exit_code == 2
+    assert "'KL9' matches no rule" in bad.output and "'sm_1' is not a GPU architecture" in bad.output

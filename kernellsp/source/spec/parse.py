@@ -122,9 +122,12 @@ def specs_from_source(model: SourceModel) -> tuple[list[BoundSpec], list[SpecIss
                     spec=partial, entry=entry, origin="comment", block=block, origin_path=model.path
                 )
                 for iss in validate_against(pb, fn, model):
-                    # What the refused fields would have said is not news ("x needs dtype" after a bad dtype).
+                    # What the refused fields would have said is not news ("x needs dtype" after a bad dtype);
+                    # an issue of a field further up ("args: missing argument(s) y, n") still is.
                     if not any(
-                        iss.field == r or iss.field.startswith(r + ".") or r.startswith(iss.field + ".")
+                        iss.field == r
+                        or iss.field.startswith(r + ".")
+                        or (r.startswith(iss.field + ".") and "." not in r[len(iss.field) + 1 :])
                         for r in removed
                     ):
                         issues.append(iss)
