@@ -33,6 +33,7 @@ from kernellsp.cli_support import (
     _settings,
     _write_check_report,
     err_console,
+    errors_as_json,
 )
 from kernellsp.report.text import doctor_text, history_text, replay_text, rule_line, rule_text
 
@@ -67,6 +68,7 @@ def _root(
     ] = False,
 ) -> None:
     """kernellsp: make CUDA kernels fast and keep them correct."""
+    errors_as_json.set(False)  # a command that prints JSON sets it (one process may run several commands)
     # A bad sandbox setting is refused before any command does work (doctor reports it among its checks):
     # found only when code is about to run, it would end a long job at its first GPU step.
     if ctx.invoked_subcommand != "doctor":
@@ -159,6 +161,8 @@ def check(
     from kernellsp.build.toolchain import arch_problem, normalise_arch
     from kernellsp.check import CheckOptions
 
+    errors_as_json.set(output_format == OutputFormat.json)
+
     settings = _settings(Path(paths[0]) if paths else Path.cwd(), gpu_host)
     origin = (
         f"--arch {arch}"
@@ -242,6 +246,7 @@ def profile_cmd(
     ] = None,
 ) -> None:
     """Profile FILE's kernels under Nsight Compute: duration, roofline position, bottleneck, findings, hot lines."""
+    errors_as_json.set(output_format == OutputFormat.json)
     run_profile_command(
         file, kernel, output_format, gpu_host, deep, save_report, arch, no_cache, top, html_out
     )

@@ -6,6 +6,8 @@ typer and rich, which the core never does)."""
 from __future__ import annotations
 
 import atexit
+import contextvars
+import json
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,11 +67,18 @@ class FailOn(StrEnum):
     never = "never"
 
 
+#: The running command was asked for JSON: its errors go to stdout as a JSON object too (a script reading
+#: stdout gets an answer it can parse, not nothing). Reset by the root callback for every command.
+errors_as_json: contextvars.ContextVar[bool] = contextvars.ContextVar("errors_as_json", default=False)
+
+
 def _fail(message: str, code: int = 2) -> typer.Exit:
     if err_console.is_terminal:
         err_console.print(f"[bold red]error:[/] {escape(message)}")
     else:
         err_console.print(f"error: {message}", markup=False)
+    if errors_as_json.get():
+        typer.echo(json.dumps({"error": {"message": message, "exit_code": code}}))
     return typer.Exit(code)
 
 
@@ -108,7 +117,9 @@ def _json_format(output_format: OutputFormat, json_flag: bool, command: str) -> 
     """``--format json`` (or the older ``--json``) for commands that print text or JSON; sarif is refused."""
     if output_format == OutputFormat.sarif:
         raise _fail(f"--format sarif: {command} prints text or json (sarif is check's)")
-    return json_flag or output_format == OutputFormat.json
+    as_json = json_flag or output_format == OutputFormat.json
+    errors_as_json.set(as_json)
+    return as_json
 
 
 def _no_runner(message: str) -> Any:

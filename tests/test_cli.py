@@ -561,3 +561,20 @@ def test_a_bad_sandbox_setting_is_refused_by_every_command_but_doctor(
     assert "[MISS] sandbox" in doctor.stdout and "Traceback" not in doctor.output
     monkeypatch.setenv("KERNELLSP_SANDBOX", "off")
     assert invoke("rules").exit_code == 0
+
+
+def test_json_mode_errors_are_json_on_stdout(tmp_path: Path) -> None:
+    no_spec = tmp_path / "k.cu"
+    no_spec.write_text("__global__ void k(float* x) { x[0] = 1.0f; }\n")
+    for args in (
+        ("optimize", str(no_spec), "--format", "json"),
+        ("verify", str(no_spec), "--candidate", str(no_spec), "--format", "json"),
+        ("check", str(tmp_path / "missing.cu"), "--format", "json"),
+    ):
+        result = invoke(*args)
+        assert result.exit_code == 2, args
+        err = json.loads(result.stdout)["error"]
+        assert err["exit_code"] == 2 and err["message"], args
+    # Text mode keeps stdout for results: the error goes to stderr only.
+    text = invoke("optimize", str(no_spec))
+    assert text.exit_code == 2 and "{" not in text.stdout
