@@ -202,6 +202,12 @@ __global__ void k_tail(const float* a, float* b, int n) {
         }
         int j = 0;
         while (j < 3) { acc *= 0.5f; j++; }
+        int u = 0;
+        while (u < 2) {
+            int v = 0;
+            while (v < 2) { acc += 1.0f; v++; }
+            u++;
+        }
         b[i] = acc + j;
         i += blockDim.x * gridDim.x;
     }
@@ -210,6 +216,8 @@ __global__ void k_tail(const float* a, float* b, int n) {
         "k_while",
         [
             "for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {",
+            "for (int u = 0; u < 2; u++)",
+            "for (int v = 0; v < 2; v++)",
             "while (k < 4)",
             "int j = 0;",
             "while (j < 3)",

@@ -39,13 +39,15 @@ _LOOPS = ("for_statement", "while_statement", "do_statement")
 
 def run(unit: Unit) -> Change | None:
     change = Change()
+    claimed: list[tuple[int, int]] = []
     for w in walk(unit.body):
-        if w.type != "while_statement":
-            continue
+        if w.type != "while_statement" or any(s <= w.start_byte < e for s, e in claimed):
+            continue  # a loop inside one rewritten this round: the next round sees it afresh
         got = _counted(unit, w)
         if got is None:
             continue
         decl, var, update = got
+        claimed.append((decl.start_byte, w.end_byte))
         cond = w.child_by_field_name("condition")
         body = w.child_by_field_name("body")
         assert cond is not None and body is not None

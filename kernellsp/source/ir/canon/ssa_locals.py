@@ -133,8 +133,8 @@ def _sink_declarations(unit: Unit) -> Change | None:
                         if not any(identifier_uses(unit, s, name) for s in later[k + 1 :])
                         else None
                     )
-                    if inner is None:
-                        break
+                    if inner is None or any(s.start_byte == inner.start_byte + 1 for s in statements(inner)):
+                        break  # (a statement glued to the `{` would take another insertion at the same byte)
                     # Every use is inside one nested block (no loop between): declared there, the next
                     # round sinks it to its first assignment.
                     change.delete(unit.data, d)
