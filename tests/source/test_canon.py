@@ -535,6 +535,25 @@ extern "C" void solve(float* c, int n) { k_alias<<<(n + 255) / 256, 256>>>(c, c,
 """
     _text2, fired2 = _canon(src2, "solve")
     assert not any(f.startswith("register-promote") for f in fired2), fired2
+    # A helper with a `static __shared__` array called twice: both calls share one array, so it stays a call.
+    src3 = (
+        _spec(ARGS_AB, block="32")
+        + """__device__ float keep_h(float v) {
+    static __shared__ float last[32];
+    float prev = last[threadIdx.x];
+    last[threadIdx.x] = v;
+    return prev;
+}
+__global__ void k_static(const float* a, float* b, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float x = keep_h(i < n ? a[i] : 0.0f);
+    float y = keep_h(x);
+    if (i < n) b[i] = y;
+}
+"""
+    )
+    text3, _ = _canon(src3, "k_static")
+    assert text3.count("keep_h(") == 2, text3
 
 
 def test_the_canonical_text_of_every_case_compiles(tmp_path: Path) -> None:

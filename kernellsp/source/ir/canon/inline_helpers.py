@@ -320,6 +320,10 @@ def _inline_helper(
     h = _instantiated(unit, h, targs or [])
     if h is None:
         return None
+    if _has_static_shared(unit, h.body) and _calls_of(unit, fn.name) > 1:
+        # Every call of the helper uses one and the same `static __shared__` array; inlined twice it would
+        # become two arrays, and a value one call leaves there for the next would be lost.
+        return None
     args_node = call.child_by_field_name("arguments")
     args = [c for c in args_node.named_children if c.type != "comment"] if args_node is not None else []
     if len(args) != len(h.params) or any(has_side_effects(unit, a) for a in args):
@@ -581,6 +585,26 @@ def _ends_the_kernel(unit: Unit, stmt: Node) -> bool:
             return False
         cur = parent
     return True
+
+
+def _has_static_shared(unit: Unit, body: Node) -> bool:
+    return any(
+        n.type == "storage_class_specifier" and unit.text(n) == "static" and _shared_declaration(unit, n)
+        for n in walk(body)
+    )
+
+
+def _calls_of(unit: Unit, name: str) -> int:
+    """Calls of ``name`` in the kernel body (``name(...)`` or ``name<...>(...)``)."""
+    count = 0
+    for n in walk(unit.body):
+        if n.type != "call_expression":
+            continue
+        f = n.child_by_field_name("function")
+        if f is not None and f.type == "template_function":
+            f = f.child_by_field_name("name")
+        count += unit.text(f) == name
+    return count
 
 
 def _shared_declaration(unit: Unit, specifier: Node) -> bool:
