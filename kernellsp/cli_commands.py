@@ -148,7 +148,7 @@ def run_optimize_command(
         rounds=rounds or settings.optimize_rounds,
         candidates=candidates or settings.optimize_candidates,
         min_gain_pct=settings.min_gain_pct if min_gain is None else min_gain,
-        verify=VerifyOptions(seeds=seeds),
+        verify=VerifyOptions(seeds=seeds, precision=settings.precision),
     )
     result = _run_optimize_loop(file, text, entry, runner, proposers, opts, findings, json_out)
     applied = None
@@ -190,7 +190,7 @@ def run_verify_command(
         # candidate without the kernel is a scope_violation here too, not "no GPU".
         runner = _no_runner(f"cannot verify: {problem}")
     assert isinstance(runner, Runner)
-    v = _run_verify(file, text, ctext, entry, runner, seeds, min_gain, json_out)
+    v = _run_verify(file, text, ctext, entry, runner, seeds, min_gain, json_out, precision=settings.precision)
     if evidence is not None:
         write_evidence(evidence, file, text, ctext, v)
     if json_out:

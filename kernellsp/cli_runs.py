@@ -279,7 +279,16 @@ def _run_profile(
 
 
 def _run_verify(
-    file: Path, text: str, ctext: str, entry: str, runner: Any, seeds: int, min_gain: float, json_out: bool
+    file: Path,
+    text: str,
+    ctext: str,
+    entry: str,
+    runner: Any,
+    seeds: int,
+    min_gain: float,
+    json_out: bool,
+    *,
+    precision: str = "strict",
 ) -> Any:
     """``verify``'s gates on the candidate, with a status line on a terminal; a failure is a usage error
     naming it."""
@@ -297,12 +306,17 @@ def _run_verify(
                     ctext,
                     entry,
                     runner,
-                    VerifyOptions(seeds=seeds, min_gain_pct=min_gain),
+                    VerifyOptions(seeds=seeds, min_gain_pct=min_gain, precision=precision),
                     progress=lambda m, _p: status.update(m),
                 )
         else:
             return run_verify(
-                file, text, ctext, entry, runner, VerifyOptions(seeds=seeds, min_gain_pct=min_gain)
+                file,
+                text,
+                ctext,
+                entry,
+                runner,
+                VerifyOptions(seeds=seeds, min_gain_pct=min_gain, precision=precision),
             )
     except (VerifyError, RunnerError) as exc:
         raise _fail(str(exc)) from None
@@ -374,7 +388,7 @@ def _optimize_all(
             candidates=n,
             parallel=n,
             min_gain_pct=settings.min_gain_pct if min_gain is None else min_gain,
-            verify=VerifyOptions(seeds=seeds),
+            verify=VerifyOptions(seeds=seeds, precision=settings.precision),
         )
 
     done = [0]

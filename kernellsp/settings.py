@@ -187,6 +187,14 @@ class Settings(BaseModel):
         "this gain, percent.",
         json_schema_extra=_editor("budgets.minGainPct"),
     )
+    precision: Literal["strict", "fast"] = Field(
+        default="strict",
+        description="What a rewrite may compute with: strict refuses approximate or reduced-precision math the "
+        "original does not use (tanh.approx, __sinf, __fdividef, TF32 or 16-bit conversions of fp32 data); fast "
+        "allows it, still within the spec's tolerance, with an error budget of 100x the original's own error "
+        "(strict: 10x).",
+        json_schema_extra=_editor("optimize.precision"),
+    )
 
 
 class SettingsError(ValueError):

@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from kernellsp.build import toolchain
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """GPU tests spread over a host's GPUs: with ``KERNELLSP_TEST_GPUS=N`` and pytest-xdist, worker gwK
+    sees GPU K mod N only, and takes that GPU's own lock (the lock is per host otherwise, so workers on
+    different GPUs would wait for each other). Set before anything in the worker touches CUDA."""
+    gpus = os.environ.get("KERNELLSP_TEST_GPUS", "")
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if gpus.isdigit() and int(gpus) > 1 and worker.startswith("gw"):
+        k = int(worker[2:]) % int(gpus)
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(k)
+        os.environ["KERNELLSP_GPU_LOCK_DIR"] = lock_dir = f"/tmp/kernellsp-gpu-{k}"
+        os.makedirs(lock_dir, exist_ok=True)
 
 
 @pytest.fixture(scope="session")

@@ -425,6 +425,8 @@ KERNELLSP_H_HD inline void store_elem(void* base, u64 j, int dtype, bool int_pat
 // log2(256) = 8 in its mean, so an honest re-association stays within the error budget and the
 // shortcut does not. f16/bf16 inputs are left alone: that far out their noise keeps 1 to 4 bits.
 
+enum : int { PREFILL_POISON = 0, PREFILL_PREVIOUS, PREFILL_GARBAGE };
+static const char* const kPrefillNames[] = {"poison", "previous", "garbage"};
 enum : int { PAT_SPEC = 0, PAT_SPIKES, PAT_ALTERNATING, PAT_RAMP, PAT_WIDE, PAT_TAIL, PAT_OFFSET };
 constexpr int kNumPatterns = 7;
 static const char* const kPatternNames[kNumPatterns] = {"spec",  "spikes", "alternating", "ramp",
@@ -695,6 +697,13 @@ struct SetSpec {
   bool has_launch = false;  // the device fill of time-mode launch LAUNCH under --fresh-inputs
   u64 launch = 0;
   bool abs = false;  // |x| of every float input
+  // What the outputs hold when the entry starts: the poison pattern (PREFILL_POISON); what the previous set's
+  // launch left there, i.e. the results of an earlier call on other inputs (PREFILL_PREVIOUS, "~previous");
+  // those results cyclically shifted by a seed-derived offset: finite values of the output's own range in
+  // the wrong places (PREFILL_GARBAGE, "~garbage"). A kernel that keys its work on an output's prior
+  // contents ("already computed", "no partial yet" = the poison) is right on a poisoned output and wrong
+  // in the second call of an application; these sets show it.
+  int prefill = 0;
 };
 
 // What one set did to one buffer (parallel to State::bufs).
@@ -900,6 +909,7 @@ inline std::string set_json(std::size_t i) {
   o += ", \"seed\": " + json_u64(r.spec.seed) + ", \"pattern\": " + json_str(kPatternNames[r.spec.pattern]);
   o += ", \"launch\": " + (r.spec.has_launch ? json_u64(r.spec.launch) : std::string("null"));
   o += ", \"abs\": " + std::string(r.spec.abs ? "true" : "false");
+  o += ", \"prefill\": " + json_str(kPrefillNames[r.spec.prefill]);
   o += ", \"launch_s\": " + (r.launch_s >= 0 ? json_double(r.launch_s) : std::string("null")) + ", \"buffers\": {";
   for (std::size_t k = 0; k < r.bufs.size(); ++k) {
     const SetBuf& sb = r.bufs[k];
@@ -1063,7 +1073,9 @@ inline bool parse_u64(const char* s, u64* out) {
   return true;
 }
 
-// --sets LIST: comma-separated SEED[:PATTERN][@LAUNCH][+abs]; without it, one set: --seed, spec distribution.
+// --sets LIST: comma-separated SEED[:PATTERN][@LAUNCH][+abs][~previous|~garbage]; without it, one set: --seed,
+// spec distribution. A prefill other than the poison needs an earlier set in the list (its outputs are the start).
+
 inline void parse_sets() {
   Options& o = g_state.opt;
   std::vector<SetSpec>& out = g_state.sets;
@@ -1083,7 +1095,16 @@ inline void parse_sets() {
     pos = end + 1;
     SetSpec s;
     s.text = item;
-    const std::string bad = "--sets: '" + item + "' is not SEED[:PATTERN][@LAUNCH][+abs]";
+    const std::string bad = "--sets: '" + item + "' is not SEED[:PATTERN][@LAUNCH][+abs][~previous|~garbage]";
+    std::size_t tilde = item.find('~');
+    if (tilde != std::string::npos) {
+      const std::string name = item.substr(tilde + 1);
+      if (name == "previous") s.prefill = PREFILL_PREVIOUS;
+      else if (name == "garbage") s.prefill = PREFILL_GARBAGE;
+      else finish("bad_args", "--sets: '" + s.text + "': unknown prefill '" + name + "' (previous or garbage)", 2);
+      if (out.empty()) finish("bad_args", "--sets: '" + s.text + "': the first set has no earlier call to start from", 2);
+      item.resize(tilde);
+    }
     if (item.size() >= 4 && item.compare(item.size() - 4, 4, "+abs") == 0) {
       s.abs = true;
       item.resize(item.size() - 4);
@@ -1633,6 +1654,19 @@ inline void poison_outputs() {
   }
 }
 
+// The "~garbage" prefill: every out buffer's current contents (an earlier call's results) rotated by a
+// seed-derived number of elements, 1..count-1 (a one-element output keeps its earlier value).
+inline void shift_outputs(u64 seed, std::vector<unsigned char>& host) {
+  for (Buffer& b : g_state.bufs) {
+    if (kArgs[b.arg].dir != DIR_OUT || b.count < 2) continue;
+    host.assign(b.bytes, 0);
+    check(cudaMemcpy(host.data(), b.dev, b.bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(read back for prefill)");
+    const u64 shift = 1 + mix64(seed ^ (u64)(b.arg + 1)) % (b.count - 1);
+    std::rotate(host.begin(), host.begin() + (std::ptrdiff_t)(shift * (u64)b.esize), host.end());
+    check(cudaMemcpy(b.dev, host.data(), b.bytes, cudaMemcpyHostToDevice), "cudaMemcpy(prefill outputs)");
+  }
+}
+
 // Time mode: a device-to-device copy of `bytes` (twice the L2, so it streams from DRAM), best of three:
 // read plus written bytes per second. The timing gate's floor for a kernel is the bytes its spec says
 // it must move at this rate. 0 when the scratch buffer cannot be had.
@@ -2005,7 +2039,8 @@ inline void mode_check(const DeviceFacts& f) {
     }
     {
       HostPhase ph("poison");
-      poison_outputs();
+      if (ss.prefill == PREFILL_POISON) poison_outputs();
+      if (ss.prefill == PREFILL_GARBAGE) shift_outputs(ss.seed, host);
       poison_shared_memory();
       check(cudaDeviceSynchronize(), "cudaDeviceSynchronize before the entry");
     }

@@ -17,6 +17,7 @@ is unchanged since the run began, after a backup in ``.kernellsp/backups/``; :fu
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -107,7 +108,7 @@ def optimize(
     # Always an event: an interrupt in the caller's thread must reach the candidates verifying in the pool.
     cancel = cancel if cancel is not None else threading.Event()
     opts = options or OptimizeOptions()
-    opts.verify.min_gain_pct = opts.min_gain_pct
+    _settle_verify_options(opts)
     round_opts = _round_verify_options(opts)
     say = progress or (lambda _m, _p: None)
     emit = on_event or (lambda _e: None)
@@ -233,6 +234,15 @@ def optimize(
     )
     _write_bundle(bundle, path, result)
     return result
+
+
+def _settle_verify_options(opts: OptimizeOptions) -> None:
+    """The gate's options for the whole run: the loop's minimum gain, and one seed for the drawn shapes, so
+    every round and the final verification build the same harnesses (the binary cache); the summary records
+    it for replay."""
+    opts.verify.min_gain_pct = opts.min_gain_pct
+    if opts.verify.shape_seed is None:
+        opts.verify.shape_seed = secrets.randbits(63)
 
 
 def _round_verify_options(opts: OptimizeOptions) -> VerifyOptions:

@@ -385,6 +385,8 @@ def test_input_seeds_derive_from_the_run_seed() -> None:
     assert _describe_set("17:spikes") == "seed 17, spikes pattern"
     assert _describe_set("17@12") == "the inputs of timed launch 12 (seed 17)"
     assert _describe_set("17@12+abs") == "the inputs of timed launch 12 (seed 17)"
+    assert _describe_set("17~previous") == "seed 17, outputs holding an earlier call's results"
+    assert _describe_set("17:ramp~garbage") == "seed 17, ramp pattern, outputs holding finite garbage"
 
 
 def test_sanitizer_plan_covers_every_distinct_shape_with_the_tools_that_apply() -> None:
@@ -426,6 +428,7 @@ def _sanitizer_session(harness_run: Any) -> Any:
         runner=SimpleNamespace(which=lambda _n: "/cs"),
         cand_static_smem=1024,
         run_seed=7,
+        drawn_shapes={},
         harness_run=harness_run,
         run=lambda *_a, **_k: SimpleNamespace(output=""),
         runs=[],

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from kernellsp.run.harness import (
+    EXIT_BAD_ARGS,
     PATTERNS,
     RESULT_FORMAT,
     HarnessError,
@@ -38,6 +39,7 @@ from kernellsp.run.harness import (
     poison_byte,
     read_result,
     reference_elements,
+    set_inputs,
 )
 from kernellsp.source.model import parse_source
 from kernellsp.source.spec import KernelSpec, parse_spec_text, specs_from_source
@@ -496,6 +498,31 @@ def test_input_sets_match_the_python_mirror(built: dict[str, Built], name: str, 
 
 @needs_nvcc
 @pytest.mark.slow
+def test_output_prefill_sets_parse_and_report(built: dict[str, Built], tmp_path: Path) -> None:
+    """``~previous`` / ``~garbage`` sets keep their inputs (the prefill is about the outputs) and are reported;
+    a prefill on the first set (no earlier call) or an unknown one is refused by the program with a reason."""
+    b = built["vadd"]
+    sets = [input_set(3), input_set(4, prefill="previous"), input_set(5, "ramp", prefill="garbage")]
+    proc = _run(b.exe, "--mode", "inputs", "--out", str(tmp_path / "ok"), "--sets", ",".join(sets))
+    assert proc.returncode == 0, proc.stderr
+    res = read_result(tmp_path / "ok")
+    assert [(s.spec, s.seed, s.pattern, s.prefill) for s in res.sets] == [
+        ("3", 3, "spec", "poison"),
+        ("4~previous", 4, "spec", "previous"),
+        ("5:ramp~garbage", 5, "ramp", "garbage"),
+    ]
+    got = (tmp_path / "ok" / (res.sets[2].buffers["a"].input_file or "")).read_bytes()
+    assert got == fill_reference(b.plan, 0, 5, "a", pattern="ramp")
+    for bad, why in (
+        ("4~previous", "first set has no earlier call"),
+        ("3,4~zeros", "unknown prefill 'zeros'"),
+    ):
+        proc = _run(b.exe, "--mode", "inputs", "--out", str(tmp_path / "bad"), "--sets", bad)
+        assert proc.returncode == EXIT_BAD_ARGS and why in read_result(tmp_path / "bad").error
+
+
+@needs_nvcc
+@pytest.mark.slow
 def test_parallel_fill_of_large_buffers_matches_the_mirror(built: dict[str, Built], tmp_path: Path) -> None:
     """Above 2^20 elements the host fill runs in chunks on several threads: every element (checked at each
     possible chunk boundary for 2 to 16 threads, and at random) is still the mirror's, for every pattern."""
@@ -594,6 +621,11 @@ def test_input_set_spelling() -> None:
     assert input_set(5, launch=12) == "5@12"
     assert input_set(5, launch=12, abs=True) == "5@12+abs"
     assert input_set(5, "ramp", abs=True) == "5:ramp+abs"
+    assert input_set(5, prefill="previous") == "5~previous"
+    assert input_set(5, "ramp", abs=True, prefill="garbage") == "5:ramp+abs~garbage"
+    assert set_inputs("5:ramp+abs~garbage") == "5:ramp+abs" and set_inputs("5@3") == "5@3"
+    with pytest.raises(HarnessError, match="unknown output prefill"):
+        input_set(5, prefill="zeros")
     with pytest.raises(HarnessError, match="unknown input pattern"):
         input_set(5, "zigzag")
     with pytest.raises(HarnessError, match="spec's distribution"):
@@ -1341,6 +1373,42 @@ def test_guard_pages_canaries_and_shared_memory_poison_on_gpu(tmp_path: Path) ->
     plain = _run(exe, "--mode", "check", "--shape", "0", "--out", str(tmp_path / "plain"), "--alloc", "plain")
     rp = read_result(tmp_path / "plain")
     assert plain.returncode == 0 and rp.alloc["kind"] == "plain" and not any(b.guarded for b in rp.buffers)
+
+
+ACCUMULATE = """\
+#include <cuda_runtime.h>
+/* kernellsp
+sizes = { N = 1000 }
+launch = { grid = "ceil_div(N, 256)", block = 256 }
+[args]
+a = { dtype = "f32", dir = "in", count = "N", dist = "randint(0, 100)" }
+c = { dtype = "f32", dir = "out", count = "N" }
+n = { value = "N" }
+*/
+__global__ void acc(const float* a, float* c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = (c[i] != c[i]) ? a[i] : c[i] + a[i];  // reads its output: NaN counts as empty
+}
+"""
+
+
+@pytest.mark.gpu
+def test_output_prefill_on_gpu(tmp_path: Path) -> None:
+    """``~previous``: the outputs start as the previous set's results; ``~garbage``: as those results rotated to
+    other elements; the default: poisoned. A kernel that adds into its output shows each exactly."""
+    plan, exe = _build_one(ACCUMULATE, "acc", tmp_path)
+    sets = [input_set(7), input_set(8, prefill="previous"), input_set(9, prefill="garbage"), input_set(10)]
+    p = _run(exe, "--mode", "check", "--out", str(tmp_path / "o"), "--sets", ",".join(sets))
+    r = read_result(tmp_path / "o")
+    assert p.returncode == 0 and r.ok, r.error
+    a = [list(decode_buffer(fill_reference(plan, 0, s, "a"), "f32")) for s in (7, 8, 9, 10)]
+    c = [list(decode_buffer(r.read_set_bytes(k, "c"), "f32")) for k in range(4)]
+    assert [s.prefill for s in r.sets] == ["poison", "previous", "garbage", "poison"]
+    assert c[0] == a[0] and c[3] == a[3]
+    assert c[1] == [x + y for x, y in zip(c[0], a[1], strict=True)]
+    shifted = [c2 - y for c2, y in zip(c[2], a[2], strict=True)]
+    k = next(k for k in range(1, len(shifted)) if shifted == c[1][k:] + c[1][:k])
+    assert 1 <= k < len(shifted)
 
 
 @pytest.mark.gpu

@@ -33,7 +33,7 @@ from kernellsp.optimize.apply import record_backup, side_file
 from kernellsp.optimize.loop import default_proposers, optimize
 from kernellsp.optimize.propose.base import ProposerError
 from kernellsp.optimize.result import OptimizeError, OptimizeOptions
-from kernellsp.optimize.verify.gate import VerifyError
+from kernellsp.optimize.verify.gate import VerifyError, VerifyOptions
 from kernellsp.rules.engine import load_rules
 from kernellsp.run.runner import RunnerError
 from kernellsp.source import spec
@@ -210,6 +210,7 @@ async def run_optimize(ls: KernelLspServer, uri: str, entry: str) -> dict[str, A
         rounds=settings.optimize_rounds,
         candidates=settings.optimize_candidates,
         min_gain_pct=settings.min_gain_pct,
+        verify=VerifyOptions(precision=settings.precision),
     )
 
     async def job(progress: ProgressReporter, cancel: threading.Event) -> Any:

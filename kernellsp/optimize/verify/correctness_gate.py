@@ -158,6 +158,15 @@ class Suspect:
 
 
 def _describe_set(st: str) -> str:
+    st, _, prefill = st.partition("~")
+    after = {
+        "previous": ", outputs holding an earlier call's results",
+        "garbage": ", outputs holding finite garbage",
+    }.get(prefill, "")
+    return _describe_inputs(st) + after
+
+
+def _describe_inputs(st: str) -> str:
     seed, _, rest = st.partition(":")
     if "@" in seed:
         seed, _, launch = seed.partition("@")
@@ -189,14 +198,27 @@ def check_correctness(
     sets = spec_sets + [
         harness.input_set(derive_seed(s.run_seed, 100 + i), p) for i, p in enumerate(patterns)
     ]
+    # The second call of an application: the outputs hold an earlier call's results on other inputs (the set
+    # before), then the same moved to other elements. Every shape, after the sets above.
+    second_calls = [
+        harness.input_set(derive_seed(s.run_seed, 300), prefill="previous"),
+        harness.input_set(derive_seed(s.run_seed, 301), prefill="garbage"),
+    ]
+    details["second_calls"] = second_calls
     order = sorted(range(len(plan.shapes)), key=lambda i: (i == 0, sum(plan.shapes[i].counts.values()), i))
     suspects: list[Suspect] = []
     main: harness.HarnessResult | None = None
+    if s.drawn_shapes:
+        details["drawn_shapes"] = [{"shape": i, "sizes": d} for i, d in s.drawn_shapes.items()]
     for k, shape in enumerate(order):
-        mine = sets if shape != 0 or opts.main_shape_patterns else spec_sets
+        drawn = shape in s.drawn_shapes
+        # The patterns on the edge shapes (and on the main one in the final verification); the spec's seeds
+        # on drawn shapes; the second calls everywhere.
+        patterned = not drawn and (shape != 0 or opts.main_shape_patterns)
+        mine = (sets if patterned else spec_sets) + second_calls
         say(f"correctness: shape {shape} ({len(mine)} input sets)", 10 + 50 * (k + 1) / len(order))
         v, bout = _check_shape(
-            s, entry, plan.outputs, bspec, shape, mine, len(spec_sets), details, opts, suspects
+            s, entry, plan.outputs, bspec, shape, mine, len(spec_sets), details, opts, suspects, drawn=drawn
         )
         if v is not None:
             return v
@@ -228,15 +250,14 @@ def _check_shape(
     suspects: list[Suspect],
     base: harness.HarnessResult | None = None,
     poison: str = "nan",
+    drawn: bool = False,
 ) -> tuple[Verdict | None, harness.HarnessResult | None]:
-    """The candidate against the baseline on every input set of one shape; ``base`` reuses a baseline run."""
-    bout = base
+    """The candidate against the baseline on every input set of one shape; ``base`` reuses a baseline run.
+    A ``drawn`` shape (not declared) is skipped, with the reason in the evidence, where the baseline does
+    not handle it cleanly: such a size is outside what the kernel supports."""
+    bout = base if base is not None else _baseline_run(s, shape, sets, drawn, details)
     if bout is None:
-        # The baseline is trusted and its outputs are the reference: its runs share the GPU.
-        bres, bout, _ = s.harness_run("h_base", "check", shape, 0, sets=sets, gpu="shared")
-        if bout is None or not bout.ok:
-            msg = bout.error if bout is not None else first_line(bres.output)
-            raise VerifyError(f"the baseline fails on shape {shape}: {msg}")
+        return None, None
     cres, cout, _ = s.harness_run(
         "h_cand", "check", shape, 0, sets=sets, poison=poison, gpu=True if opts.exclusive_checks else "shared"
     )
@@ -275,7 +296,7 @@ def _check_shape(
         problem = None
         if shape == 0 or i >= n_spec:
             problem = compare.reference_problem({a.name: (a.dtype, ref(a.name, a.dtype)) for a in outputs})
-        if problem is not None and i >= n_spec:
+        if problem is not None and (i >= n_spec or drawn):
             details.setdefault("skipped", []).append({**where, "why": problem})
             continue
         if problem is not None and poison == "nan":
@@ -302,6 +323,38 @@ def _check_shape(
             return v, bout
         details["checked"].append(where)
     return None, bout
+
+
+def _baseline_run(
+    s: Session, shape: int, sets: list[str], drawn: bool, details: dict[str, Any]
+) -> harness.HarnessResult | None:
+    """The baseline's outputs on one shape: the reference (trusted, so its runs share the GPU). None for a
+    drawn shape it does not handle (recorded); a declared shape it fails on stops the verification."""
+    bres, bout, _ = s.harness_run("h_base", "check", shape, 0, sets=sets, gpu="shared")
+    unsupported = _unsupported_by_baseline(bout, first_line(bres.output)) if drawn else None
+    if unsupported is not None:
+        details.setdefault("drawn_skipped", []).append({"shape": shape, "why": unsupported})
+        return None
+    if bout is None or not bout.ok:
+        msg = bout.error if bout is not None else first_line(bres.output)
+        raise VerifyError(f"the baseline fails on shape {shape}: {msg}")
+    return bout
+
+
+def _unsupported_by_baseline(bout: harness.HarnessResult | None, output: str) -> str | None:
+    """Why the baseline does not handle a drawn shape (it fails, leaves outputs unwritten or writes past a
+    buffer), or None when it does."""
+    if bout is None or not bout.ok:
+        return f"the baseline fails there: {bout.error if bout is not None else output}"
+    if bout.guard_damage():
+        return "the baseline writes outside its buffers there"
+    for st in bout.sets:
+        if st.prefill != "poison":
+            continue
+        left = {n: b.unwritten for n, b in st.buffers.items() if b.unwritten}
+        if left:
+            return f"the baseline leaves outputs unwritten there ({_sizes(left)})"
+    return None
 
 
 def _unwritten_output(
@@ -432,14 +485,15 @@ def check_error_budget(
     try:
         for shape in sorted({x.shape for x in suspects}):
             mine = [x for x in suspects if x.shape == shape]
-            uniq = list(dict.fromkeys(x.set for x in mine))
+            # Precision, not the second call: the suspect's inputs with poisoned outputs.
+            uniq = list(dict.fromkeys(harness.set_inputs(x.set) for x in mine))
             sets = [t for u in uniq for t in (u, u, u, u + "+abs")]
             bres, bout, _ = s.harness_run("h_base", "check", shape, 0, sets=sets, gpu="shared")
             if bout is None or not bout.ok:
                 msg = bout.error if bout is not None else first_line(bres.output)
                 raise VerifyError(f"the baseline fails on shape {shape} (error budget): {msg}")
             for x in mine:
-                k = 4 * uniq.index(x.set)
+                k = 4 * uniq.index(harness.set_inputs(x.set))
                 ref = x.base.read_set_bytes(x.base_index, x.buffer)
                 spread = max(
                     compare.norm_rel_error(x.dtype, bout.read_set_bytes(k + r, x.buffer), ref)

@@ -44,6 +44,7 @@ itself: kernellsp reads the raw output buffers and event timings the harness wri
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import secrets
@@ -54,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from kernellsp.build.nvcc import Cancelled
-from kernellsp.optimize.verify import timing_reads
+from kernellsp.optimize.verify import drawn_shapes, precision_ops, timing_reads
 from kernellsp.optimize.verify.correctness_gate import check_correctness, oracle_runs
 from kernellsp.optimize.verify.sanitizer_gate import sanitize
 from kernellsp.optimize.verify.scope import check_scope
@@ -80,6 +81,42 @@ def _entry_spec(model: SourceModel, entry: str) -> spec.BoundSpec:
     return b
 
 
+def _effective_options(opts: VerifyOptions) -> VerifyOptions:
+    """``precision = "fast"`` widens the error budget to what the setting documents."""
+    if opts.precision not in precision_ops.PRECISIONS:
+        raise VerifyError(
+            f"precision must be one of {', '.join(precision_ops.PRECISIONS)}, not {opts.precision!r}"
+        )
+    if opts.precision == "fast":
+        return dataclasses.replace(opts, error_budget=max(opts.error_budget, precision_ops.FAST_ERROR_BUDGET))
+    return opts
+
+
+def _drawn_shapes(
+    bmodel: SourceModel,
+    bspec: spec.KernelSpec,
+    cmodel: SourceModel,
+    cspec: spec.KernelSpec,
+    entry: str,
+    opts: VerifyOptions,
+    run_seed: int,
+) -> list[dict[str, int]]:
+    """The shapes nobody declared that this verification checks too: those both sides' specs can plan."""
+    if opts.drawn_shapes <= 0:
+        return []
+
+    def plans(shape: dict[str, int]) -> bool:
+        try:
+            harness.plan_harness(bmodel, bspec.model_copy(update={"shapes": [shape]}), entry)
+            harness.plan_harness(cmodel, cspec.model_copy(update={"shapes": [shape]}), entry)
+        except harness.HarnessError:
+            return False
+        return True
+
+    seed = opts.shape_seed if opts.shape_seed is not None else run_seed
+    return drawn_shapes.draw_shapes(bspec, seed, opts.drawn_shapes, plans)
+
+
 def unified_diff(baseline: str, candidate: str, name: str) -> str:
     return "".join(
         difflib.unified_diff(
@@ -103,7 +140,7 @@ def verify(
     progress: Progress | None = None,
 ) -> Verdict:
     """Run every gate on ``candidate`` (a full file text) against ``baseline`` for ``entry``."""
-    opts = options or VerifyOptions()
+    opts = _effective_options(options or VerifyOptions())
     say = progress or (lambda _m, _p: None)
     t0 = time.monotonic()
     from kernellsp.optimize.verify.scope import edit_targets
@@ -150,6 +187,18 @@ def verify(
         cplan = harness.plan_harness(cmodel, cspec, entry)
     except harness.HarnessError as exc:
         return reject("scope_violation", entry, f"the candidate's launch cannot be planned: {exc}")
+    # Every input seed of this verification derives from the run seed: drawn from the OS unless given
+    # (replay), recorded in the verdict, never visible to the code under test before it runs.
+    run_seed = opts.run_seed if opts.run_seed is not None else secrets.randbits(63)
+    drawn = _drawn_shapes(bmodel, bspec.spec, cmodel, cspec, entry, opts, run_seed)
+    if drawn:
+        bspec = dataclasses.replace(
+            bspec, spec=bspec.spec.model_copy(update={"shapes": [*bspec.spec.shapes, *drawn]})
+        )
+        bplan = harness.plan_harness(bmodel, bspec.spec, entry)
+        cplan = harness.plan_harness(
+            cmodel, cspec.model_copy(update={"shapes": [*cspec.shapes, *drawn]}), entry
+        )
     from kernellsp.profile.environment import runner_environment
 
     env = environment if environment is not None else runner_environment(runner)
@@ -160,9 +209,9 @@ def verify(
     env = {**env, "sandbox": box.to_dict()}
     session = Session(runner, opts, cancel)
     session.env = env
-    # Every input seed of this verification derives from the run seed: drawn from the OS unless given
-    # (replay), recorded in the verdict, never visible to the code under test before it runs.
-    session.run_seed = opts.run_seed if opts.run_seed is not None else secrets.randbits(63)
+    session.run_seed = run_seed
+    first = len(bplan.shapes) - len(drawn)
+    session.drawn_shapes = {first + k: d for k, d in enumerate(drawn)}
     try:
         v = _verify_in(session, path, baseline, candidate, entry, bspec, bplan, cplan, opts, say)
     except RunnerError as exc:
@@ -269,15 +318,10 @@ def _verify_in(
             f"the candidate does not compile: {first_line(built['cand'].output)}",
             compiler_output=built["cand"].output[-4000:],
         )
-    refused = timing_reads.verdict(base_ptx, cand_ptx, entry)
+    details: dict[str, Any] = {"checked": [], "run_seed": s.run_seed, "phase_seconds": s.phase_s}
+    refused = _device_code_verdict(base_ptx, cand_ptx, entry, opts, details)
     if refused is not None:
         return refused
-    details: dict[str, Any] = {
-        "checked": [],
-        "device_code": "reads no clock, timer or placement register that the baseline does not (PTX)",
-        "run_seed": s.run_seed,
-        "phase_seconds": s.phase_s,
-    }
     s.oracle = oracle_runs(s, path, baseline, entry, bplan, bspec, files, nvcc)
     prior = None
     if opts.screen_speedup is not None and opts.time_candidate and not opts.timing_only:
@@ -301,6 +345,23 @@ def _verify_in(
         return Verdict("accepted", True, "correct (timing skipped)", entry, details=details)
     s.settle()
     return time_candidate(s, entry, bspec, bplan, opts, say, details, prior)
+
+
+def _device_code_verdict(
+    base_ptx: tuple[str | None, str],
+    cand_ptx: tuple[str | None, str],
+    entry: str,
+    opts: VerifyOptions,
+    details: dict[str, Any],
+) -> Verdict | None:
+    """What the candidate's PTX reads (clocks, placement) and computes with (approximate math) beyond the
+    baseline's; None: nothing refused (what was found is in ``details``)."""
+    refused = timing_reads.verdict(base_ptx, cand_ptx, entry)
+    if refused is not None:
+        return refused
+    details["device_code"] = "reads no clock, timer or placement register that the baseline does not (PTX)"
+    details["precision"] = opts.precision
+    return precision_ops.verdict(base_ptx[0] or "", cand_ptx[0] or "", entry, opts.precision, details)
 
 
 def write_evidence(bundle: Path, path: Path, baseline: str, candidate: str, verdict: Verdict) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -41,7 +42,11 @@ def native_launch_s(s: Session, shape: int) -> float | None:
 
 
 def _sanitizer_plan(
-    plan: harness.HarnessPlan, opts: VerifyOptions, candidate: str, static_smem: int
+    plan: harness.HarnessPlan,
+    opts: VerifyOptions,
+    candidate: str,
+    static_smem: int,
+    skip: Collection[int] = (),
 ) -> list[tuple[int, list[str]]]:
     """(shape, tools) to run: every distinct shape (or the smallest), each tool where it can find something.
 
@@ -52,6 +57,8 @@ def _sanitizer_plan(
     """
     seen: dict[str, int] = {}
     for sp in plan.shapes:
+        if sp.index in skip:  # the drawn shapes: compared with the baseline, not sanitized
+            continue
         seen.setdefault(json.dumps(sp.sizes, sort_keys=True), sp.index)
     shapes = sorted(seen.values(), key=lambda i: (sum(plan.shapes[i].counts.values()), i))
     if not opts.sanitize_all_shapes:
@@ -94,7 +101,7 @@ def sanitize(
             _SANITIZER_PADDING[tool] = "--padding" in s.run([tool, "--help"], gpu=False, timeout=60).output
         except RunnerError:
             _SANITIZER_PADDING[tool] = False
-    runs = _sanitizer_plan(plan, opts, candidate, s.cand_static_smem)
+    runs = _sanitizer_plan(plan, opts, candidate, s.cand_static_smem, skip=s.drawn_shapes)
     details["sanitizer"] = []
     jobs = [(shape, t) for shape, tools in runs for t in tools]
     total = len(jobs)

@@ -44,6 +44,8 @@ class Session:
         self.run_seed = 0
         #: Seconds per phase (correctness, error budget, sanitizer, timing, launch checks): the gate's cost.
         self.phase_s: dict[str, float] = {}
+        #: Shapes the gate drew (plan index -> the sizes it overrides): checked where the baseline handles them.
+        self.drawn_shapes: dict[int, dict[str, int]] = {}
         #: The candidate's static shared memory (from its first check run): decides whether racecheck applies.
         self.cand_static_smem = 0
         #: Where the built harnesses are, relative to ``wd`` (each side builds in a directory of its own).

@@ -13,6 +13,7 @@ VERDICTS = (
     "scope_violation",
     "compile_error",
     "timing_dependent",
+    "precision_downgrade",
     "runtime_error",
     "timeout",
     "input_mutated",
@@ -93,6 +94,15 @@ class VerifyOptions:
     bandwidth_margin: float = 1.25
     #: The run seed all input seeds derive from; None draws one from the OS (the verdict records it).
     run_seed: int | None = None
+    #: "strict": approximate or reduced-precision math the baseline does not use is refused
+    #: (:mod:`kernellsp.optimize.verify.precision_ops`); "fast": allowed, with a wider error budget.
+    precision: str = "strict"
+    #: Shapes nobody declared, drawn within the spec's sizes and checked beside the declared ones
+    #: (:mod:`kernellsp.optimize.verify.drawn_shapes`); 0 turns them off.
+    drawn_shapes: int = 3
+    #: The seed the drawn shapes come from; None: the run seed. The optimize loop gives one per run, so its
+    #: rounds and final verification build the same harnesses.
+    shape_seed: int | None = None
 
 
 @dataclass

@@ -19,11 +19,13 @@ writes can be checked from Python. The file format and the CLI are documented in
 from __future__ import annotations
 
 from kernellsp.run.harness.codegen import (
+    PREFILLS,
     generate_harness,
     harness_argv,
     harness_compile_command,
     input_set,
     runtime_source,
+    set_inputs,
 )
 from kernellsp.run.harness.common import (
     EXIT_BAD_ARGS,
@@ -79,6 +81,7 @@ __all__ = [
     "EXIT_OK",
     "MAX_BUFFER_BYTES",
     "PATTERNS",
+    "PREFILLS",
     "RESULT_FORMAT",
     "USER_MAIN_NAME",
     "ArgPlan",
@@ -113,5 +116,6 @@ __all__ = [
     "read_result",
     "reference_elements",
     "runtime_source",
+    "set_inputs",
     "stream_key",
 ]

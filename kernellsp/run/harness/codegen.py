@@ -423,13 +423,29 @@ def harness_argv(
     return argv
 
 
-def input_set(seed: int, pattern: str = "spec", *, launch: int | None = None, abs: bool = False) -> str:
-    """One item of ``--sets``: ``SEED[:PATTERN][@LAUNCH][+abs]``.
+#: What an output holds when the entry starts (``~PREFILL`` of an input set; "poison" is the default).
+PREFILLS = ("poison", "previous", "garbage")
+
+
+def input_set(
+    seed: int,
+    pattern: str = "spec",
+    *,
+    launch: int | None = None,
+    abs: bool = False,
+    prefill: str = "poison",
+) -> str:
+    """One item of ``--sets``: ``SEED[:PATTERN][@LAUNCH][+abs][~PREFILL]``.
 
     ``pattern`` is one of :data:`PATTERNS`; ``launch`` gives the inputs that time mode draws on the
     device for that launch under ``--fresh-inputs`` with ``--seed SEED`` (spec distribution only);
-    ``abs`` takes ``|x|`` of every float input (the error budget's conditioning run).
+    ``abs`` takes ``|x|`` of every float input (the error budget's conditioning run). ``prefill``: the
+    outputs start poisoned ("poison"), holding the previous set's results, i.e. an earlier call's on other
+    inputs ("previous"), or those results shifted to other elements ("garbage"); the last two need an
+    earlier set in the same list.
     """
+    if prefill not in PREFILLS:
+        raise HarnessError(f"unknown output prefill {prefill!r} (one of {', '.join(PREFILLS)})")
     if pattern not in PATTERNS:
         raise HarnessError(f"unknown input pattern {pattern!r} (one of {', '.join(PATTERNS)})")
     if launch is not None and pattern != "spec":
@@ -439,4 +455,9 @@ def input_set(seed: int, pattern: str = "spec", *, launch: int | None = None, ab
     text = str(seed) + ("" if pattern == "spec" else f":{pattern}")
     if launch is not None:
         text += f"@{launch}"
-    return text + ("+abs" if abs else "")
+    return text + ("+abs" if abs else "") + ("" if prefill == "poison" else f"~{prefill}")
+
+
+def set_inputs(text: str) -> str:
+    """An input set's text without its prefill: the same inputs, outputs poisoned."""
+    return text.partition("~")[0]

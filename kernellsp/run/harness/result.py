@@ -113,7 +113,8 @@ class SetBuffer:
 
 @dataclass
 class SetInfo:
-    """One input set of a check-mode run (``--sets``): one launch on inputs ``spec`` = SEED[:PATTERN][@LAUNCH][+abs]."""
+    """One input set of a check-mode run (``--sets``): one launch on inputs ``spec`` =
+    SEED[:PATTERN][@LAUNCH][+abs][~PREFILL]."""
 
     index: int
     spec: str
@@ -124,6 +125,8 @@ class SetInfo:
     buffers: dict[str, SetBuffer]
     #: Host wall seconds of this set's launch and sync (None: not reported).
     launch_s: float | None = None
+    #: What the outputs held when the entry started: "poison", "previous" or "garbage".
+    prefill: str = "poison"
 
 
 @dataclass
@@ -411,6 +414,7 @@ def _set_info(s: Any) -> SetInfo:
         abs=bool(s.get("abs", False)),
         buffers=_set_buffers(s.get("buffers")),
         launch_s=None if s.get("launch_s") is None else float(s["launch_s"]),
+        prefill=str(s.get("prefill") or "poison"),
     )
 
 
