@@ -40,5 +40,5 @@ __global__ void rowsum(const float* x, float* out, int rows, int cols)
     }
     s += __shfl_xor_sync(0xffffffffu, s, 16);
     s += __shfl_xor_sync(0xffffffffu, s, 8);
-    if ((lane & 15) == 0) merge_partial(&out[row], s);
+    if (lane < 8) merge_partial(&out[row], s);  // lanes 0..7 hold the eight distinct partial sums
 }

@@ -195,11 +195,10 @@ def check_correctness(
         patterns = []
     patterns = [p for p in patterns if _patterns_apply(plan, p)]
     details["patterns"] = patterns
-    sets = spec_sets + [
-        harness.input_set(derive_seed(s.run_seed, 100 + i), p) for i, p in enumerate(patterns)
-    ]
-    # The second call of an application: the outputs hold an earlier call's results on other inputs (the set
-    # before), then the same moved to other elements. Every shape, after the sets above.
+    pattern_sets = [harness.input_set(derive_seed(s.run_seed, 100 + i), p) for i, p in enumerate(patterns)]
+    # The second call of an application: the outputs hold an earlier call's results on other inputs (the last
+    # spec set's: of the spec's distribution, not a pattern's extreme values), then the same moved to other
+    # elements. Every shape, right after the spec's seeds.
     second_calls = [
         harness.input_set(derive_seed(s.run_seed, 300), prefill="previous"),
         harness.input_set(derive_seed(s.run_seed, 301), prefill="garbage"),
@@ -215,7 +214,7 @@ def check_correctness(
         # The patterns on the edge shapes (and on the main one in the final verification); the spec's seeds
         # on drawn shapes; the second calls everywhere.
         patterned = not drawn and (shape != 0 or opts.main_shape_patterns)
-        mine = (sets if patterned else spec_sets) + second_calls
+        mine = spec_sets + second_calls + (pattern_sets if patterned else [])
         say(f"correctness: shape {shape} ({len(mine)} input sets)", 10 + 50 * (k + 1) / len(order))
         v, bout = _check_shape(
             s, entry, plan.outputs, bspec, shape, mine, len(spec_sets), details, opts, suspects, drawn=drawn
