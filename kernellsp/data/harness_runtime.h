@@ -425,8 +425,8 @@ KERNELLSP_H_HD inline void store_elem(void* base, u64 j, int dtype, bool int_pat
 // log2(256) = 8 in its mean, so an honest re-association stays within the error budget and the
 // shortcut does not. f16/bf16 inputs are left alone: that far out their noise keeps 1 to 4 bits.
 
-enum : int { PREFILL_POISON = 0, PREFILL_PREVIOUS, PREFILL_GARBAGE };
-static const char* const kPrefillNames[] = {"poison", "previous", "garbage"};
+enum : int { PREFILL_POISON = 0, PREFILL_PREVIOUS, PREFILL_GARBAGE, PREFILL_COVERAGE };
+static const char* const kPrefillNames[] = {"poison", "previous", "garbage", "coverage"};
 enum : int { PAT_SPEC = 0, PAT_SPIKES, PAT_ALTERNATING, PAT_RAMP, PAT_WIDE, PAT_TAIL, PAT_OFFSET };
 constexpr int kNumPatterns = 7;
 static const char* const kPatternNames[kNumPatterns] = {"spec",  "spikes", "alternating", "ramp",
@@ -702,7 +702,9 @@ struct SetSpec {
   // those results cyclically shifted by a seed-derived offset: finite values of the output's own range in
   // the wrong places (PREFILL_GARBAGE, "~garbage"). A kernel that keys its work on an output's prior
   // contents ("already computed", "no partial yet" = the poison) is right on a poisoned output and wrong
-  // in the second call of an application; these sets show it.
+  // in the second call of an application; these sets show it. PREFILL_COVERAGE ("~coverage") poisons the
+  // inout buffers too (not their inputs): elements still holding the poison after the launch were never
+  // written, which is how the gate tells which sizes a kernel with inout outputs handles at all.
   int prefill = 0;
 };
 
@@ -919,7 +921,8 @@ inline std::string set_json(std::size_t i) {
     o += ", \"input_file\": " + (sb.input_file.empty() ? std::string("null") : json_str(sb.input_file));
     o += ", \"hash_before\": " + (sb.has_hash_before ? json_hex(sb.hash_before) : std::string("null"));
     o += ", \"digest\": " + (sb.has_digest ? json_hex(sb.digest) : std::string("null"));
-    o += ", \"unwritten\": " + (sb.has_digest && a.dir == DIR_OUT ? json_u64(sb.unwritten) : std::string("null"));
+    const bool counted = a.dir == DIR_OUT || (a.dir == DIR_INOUT && r.spec.prefill == PREFILL_COVERAGE);
+    o += ", \"unwritten\": " + (sb.has_digest && counted ? json_u64(sb.unwritten) : std::string("null"));
     o += ", \"mutated\": " + (sb.has_mutated ? std::string(sb.mutated ? "true" : "false") : std::string("null"));
     o += "}";
   }
@@ -1073,8 +1076,8 @@ inline bool parse_u64(const char* s, u64* out) {
   return true;
 }
 
-// --sets LIST: comma-separated SEED[:PATTERN][@LAUNCH][+abs][~previous|~garbage]; without it, one set: --seed,
-// spec distribution. A prefill other than the poison needs an earlier set in the list (its outputs are the start).
+// --sets LIST: comma-separated SEED[:PATTERN][@LAUNCH][+abs][~previous|~garbage|~coverage]; without it, one
+// set: --seed, spec distribution. ~previous and ~garbage need an earlier set in the list (its outputs are the start).
 
 inline void parse_sets() {
   Options& o = g_state.opt;
@@ -1095,14 +1098,16 @@ inline void parse_sets() {
     pos = end + 1;
     SetSpec s;
     s.text = item;
-    const std::string bad = "--sets: '" + item + "' is not SEED[:PATTERN][@LAUNCH][+abs][~previous|~garbage]";
+    const std::string bad =
+        "--sets: '" + item + "' is not SEED[:PATTERN][@LAUNCH][+abs][~previous|~garbage|~coverage]";
     std::size_t tilde = item.find('~');
     if (tilde != std::string::npos) {
       const std::string name = item.substr(tilde + 1);
       if (name == "previous") s.prefill = PREFILL_PREVIOUS;
       else if (name == "garbage") s.prefill = PREFILL_GARBAGE;
-      else finish("bad_args", "--sets: '" + s.text + "': unknown prefill '" + name + "' (previous or garbage)", 2);
-      if (out.empty()) finish("bad_args", "--sets: '" + s.text + "': the first set has no earlier call to start from", 2);
+      else if (name == "coverage") s.prefill = PREFILL_COVERAGE;
+      else finish("bad_args", "--sets: '" + s.text + "': unknown prefill '" + name + "' (previous, garbage or coverage)", 2);
+      if (out.empty() && s.prefill != PREFILL_COVERAGE) finish("bad_args", "--sets: '" + s.text + "': the first set has no earlier call to start from", 2);
       item.resize(tilde);
     }
     if (item.size() >= 4 && item.compare(item.size() - 4, 4, "+abs") == 0) {
@@ -1648,6 +1653,12 @@ inline void poison_shared_memory() {
   }
 }
 
+inline void poison_inouts() {
+  for (Buffer& b : g_state.bufs) {
+    if (kArgs[b.arg].dir == DIR_INOUT) check(cudaMemset(b.dev, b.poison, b.bytes), "cudaMemset(poison inout)");
+  }
+}
+
 inline void poison_outputs() {
   for (Buffer& b : g_state.bufs) {
     if (kArgs[b.arg].dir == DIR_OUT) check(cudaMemset(b.dev, b.poison, b.bytes), "cudaMemset(poison output)");
@@ -2039,8 +2050,9 @@ inline void mode_check(const DeviceFacts& f) {
     }
     {
       HostPhase ph("poison");
-      if (ss.prefill == PREFILL_POISON) poison_outputs();
+      if (ss.prefill == PREFILL_POISON || ss.prefill == PREFILL_COVERAGE) poison_outputs();
       if (ss.prefill == PREFILL_GARBAGE) shift_outputs(ss.seed, host);
+      if (ss.prefill == PREFILL_COVERAGE) poison_inouts();
       poison_shared_memory();
       check(cudaDeviceSynchronize(), "cudaDeviceSynchronize before the entry");
     }

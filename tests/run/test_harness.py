@@ -513,6 +513,9 @@ def test_output_prefill_sets_parse_and_report(built: dict[str, Built], tmp_path:
     ]
     got = (tmp_path / "ok" / (res.sets[2].buffers["a"].input_file or "")).read_bytes()
     assert got == fill_reference(b.plan, 0, 5, "a", pattern="ramp")
+    cov = input_set(3, prefill="coverage")
+    first = _run(b.exe, "--mode", "inputs", "--out", str(tmp_path / "cov"), "--sets", cov)
+    assert first.returncode == 0 and read_result(tmp_path / "cov").sets[0].prefill == "coverage"
     for bad, why in (
         ("4~previous", "first set has no earlier call"),
         ("3,4~zeros", "unknown prefill 'zeros'"),
@@ -1409,6 +1412,36 @@ def test_output_prefill_on_gpu(tmp_path: Path) -> None:
     shifted = [c2 - y for c2, y in zip(c[2], a[2], strict=True)]
     k = next(k for k in range(1, len(shifted)) if shifted == c[1][k:] + c[1][:k])
     assert 1 <= k < len(shifted)
+
+
+HALF_INOUT = """\
+#include <cuda_runtime.h>
+/* kernellsp
+sizes = { N = 1000 }
+launch = { grid = "ceil_div(N, 256)", block = 256 }
+[args]
+a = { dtype = "f32", dir = "in", count = "N" }
+c = { dtype = "f32", dir = "inout", count = "N" }
+n = { value = "N" }
+*/
+__global__ void half_inout(const float* a, float* c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n / 2) c[i] = 2.0f * c[i] + a[i];
+}
+"""
+
+
+@pytest.mark.gpu
+def test_coverage_prefill_counts_inout_elements_never_written_on_gpu(tmp_path: Path) -> None:
+    """``~coverage`` poisons inout buffers too: the elements a kernel never writes keep the poison and are
+    counted; without it an inout buffer reports no count (its unwritten elements hold their inputs)."""
+    _plan, exe = _build_one(HALF_INOUT, "half_inout", tmp_path)
+    sets = [input_set(7), input_set(8, prefill="coverage")]
+    p = _run(exe, "--mode", "check", "--out", str(tmp_path / "o"), "--sets", ",".join(sets))
+    r = read_result(tmp_path / "o")
+    assert p.returncode == 0 and r.ok, r.error
+    assert r.sets[0].buffers["c"].unwritten is None
+    assert r.sets[1].buffers["c"].unwritten == 500
 
 
 @pytest.mark.gpu

@@ -254,7 +254,8 @@ def _check_shape(
     """The candidate against the baseline on every input set of one shape; ``base`` reuses a baseline run.
     A ``drawn`` shape (not declared) is skipped, with the reason in the evidence, where the baseline does
     not handle it cleanly: such a size is outside what the kernel supports."""
-    bout = base if base is not None else _baseline_run(s, shape, sets, drawn, details)
+    coverage = drawn and any(a.dir == "inout" for a in outputs)
+    bout = base if base is not None else _baseline_run(s, shape, sets, drawn, details, coverage)
     if bout is None:
         return None, None
     cres, cout, _ = s.harness_run(
@@ -325,11 +326,15 @@ def _check_shape(
 
 
 def _baseline_run(
-    s: Session, shape: int, sets: list[str], drawn: bool, details: dict[str, Any]
+    s: Session, shape: int, sets: list[str], drawn: bool, details: dict[str, Any], coverage: bool = False
 ) -> harness.HarnessResult | None:
     """The baseline's outputs on one shape: the reference (trusted, so its runs share the GPU). None for a
-    drawn shape it does not handle (recorded); a declared shape it fails on stops the verification."""
-    bres, bout, _ = s.harness_run("h_base", "check", shape, 0, sets=sets, gpu="shared")
+    drawn shape it does not handle (recorded); a declared shape it fails on stops the verification.
+    ``coverage``: one more set, after those compared, poisons the inout buffers as well, so that a drawn shape
+    whose inout outputs the baseline does not write in full shows as not handled (an inout element it skips
+    keeps its input, which no poison would reveal)."""
+    extra = [harness.input_set(derive_seed(s.run_seed, 500 + shape), prefill="coverage")] if coverage else []
+    bres, bout, _ = s.harness_run("h_base", "check", shape, 0, sets=sets + extra, gpu="shared")
     unsupported = _unsupported_by_baseline(bout, first_line(bres.output)) if drawn else None
     if unsupported is not None:
         details.setdefault("drawn_skipped", []).append({"shape": shape, "why": unsupported})
@@ -348,7 +353,7 @@ def _unsupported_by_baseline(bout: harness.HarnessResult | None, output: str) ->
     if bout.guard_damage():
         return "the baseline writes outside its buffers there"
     for st in bout.sets:
-        if st.prefill != "poison":
+        if st.prefill not in ("poison", "coverage"):
             continue
         left = {n: b.unwritten for n, b in st.buffers.items() if b.unwritten}
         if left:

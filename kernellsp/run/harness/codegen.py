@@ -424,7 +424,7 @@ def harness_argv(
 
 
 #: What an output holds when the entry starts (``~PREFILL`` of an input set; "poison" is the default).
-PREFILLS = ("poison", "previous", "garbage")
+PREFILLS = ("poison", "previous", "garbage", "coverage")
 
 
 def input_set(
@@ -442,7 +442,8 @@ def input_set(
     ``abs`` takes ``|x|`` of every float input (the error budget's conditioning run). ``prefill``: the
     outputs start poisoned ("poison"), holding the previous set's results, i.e. an earlier call's on other
     inputs ("previous"), or those results shifted to other elements ("garbage"); the last two need an
-    earlier set in the same list.
+    earlier set in the same list. "coverage" poisons the inout buffers too, and counts their elements left
+    unwritten: which elements the kernel writes at all.
     """
     if prefill not in PREFILLS:
         raise HarnessError(f"unknown output prefill {prefill!r} (one of {', '.join(PREFILLS)})")
