@@ -367,8 +367,9 @@ class LocalRunner(HostRunner):
         except OSError as exc:
             raise RunnerError(
                 "lock",
-                f"cannot open the GPU lock {lock_path}: {exc.strerror or exc} "
-                "(remove it, or point TMPDIR elsewhere)",
+                f"cannot open the GPU lock {lock_path}: {exc.strerror or exc} (its folder is "
+                "KERNELLSP_GPU_LOCK_DIR, /tmp when unset: create the folder, unset the variable, or remove a "
+                "lock file left unreadable by another user)",
             ) from None
         with os.fdopen(fd) as fh:
             t0 = time.monotonic()

@@ -454,6 +454,10 @@ def test_gpu_lock_that_cannot_be_opened_is_named(
         runner.run(["true"], workdir, 5, gpu_lock=True)
     assert ei.value.kind == "lock"
     assert str(ei.value).startswith(f"cannot open the GPU lock {locks / 'kernellsp-gpu.lock'}: ")
+    # A lock folder that does not exist: the message names the variable that chose it.
+    monkeypatch.setenv("KERNELLSP_GPU_LOCK_DIR", str(tmp_path / "missing"))
+    with pytest.raises(RunnerError, match="No such file or directory .*KERNELLSP_GPU_LOCK_DIR"):
+        runner.run(["true"], workdir, 5, gpu_lock=True)
 
 
 def test_cached_build_honours_no_cache(
