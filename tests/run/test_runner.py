@@ -456,7 +456,7 @@ def test_gpu_lock_that_cannot_be_opened_is_named(
     assert str(ei.value).startswith(f"cannot open the GPU lock {locks / 'kernellsp-gpu.lock'}: ")
     # A lock folder that does not exist: the message names the variable that chose it.
     monkeypatch.setenv("KERNELLSP_GPU_LOCK_DIR", str(tmp_path / "missing"))
-    with pytest.raises(RunnerError, match="No such file or directory .*KERNELLSP_GPU_LOCK_DIR"):
+    with pytest.raises(RunnerError, match=r"No such file or directory .*KERNELLSP_GPU_LOCK_DIR"):
         runner.run(["true"], workdir, 5, gpu_lock=True)
 
 
