@@ -58,9 +58,14 @@ def test_sample_compiles(path: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
-def test_sample_harness_compiles(path: Path, tmp_path: Path) -> None:
-    """Every sample's spec is runnable as written: kernellsp's harness for it builds with the real nvcc."""
+def test_sample_harness_compiles(path: Path) -> None:
+    """Every sample's spec is runnable as written: kernellsp's harness for it builds with the real nvcc, the
+    way verify and profile build it (the split build: the runtime object once per run, from the session's
+    cache, then the sample's entry unit compiled and linked with it)."""
+    from kernellsp import cache
     from kernellsp.run import harness
+    from kernellsp.run.harness_build import build_harness
+    from kernellsp.run.runner import LocalRunner
 
     nvcc = shutil.which("nvcc")
     if nvcc is None:
@@ -68,9 +73,28 @@ def test_sample_harness_compiles(path: Path, tmp_path: Path) -> None:
     model = parse_file(path)
     b = spec.specs_from_source(model)[0][0]
     plan = harness.plan_harness(model, b.spec, b.entry)
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / path.name).write_text(path.read_text())
-    (tmp_path / "h.cu").write_text(harness.generate_harness(plan, f"src/{path.name}"))
-    cmd = harness.harness_compile_command("h.cu", "h", "sm_90", plan.flags, nvcc=nvcc)
-    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"{path.name}: harness does not build:\n{proc.stderr[-2000:]}"
+    files = {
+        f"src/{path.name}": path.read_bytes(),
+        "h.cu": harness.generate_harness(plan, f"src/{path.name}", split=True).encode(),
+    }
+    runner = LocalRunner()
+    wd = runner.new_workdir()
+    runner.put(files, wd)
+    key = cache.digest(*(f"{k}\0{v.decode()}" for k, v in sorted(files.items())))
+    built = build_harness(
+        runner,
+        wd,
+        "h.cu",
+        "h",
+        "sm_90",
+        plan.flags,
+        nvcc=nvcc,
+        nvcc_version="test",
+        sources_key=key,
+        timeout_s=300,
+    )
+    try:
+        assert built.returncode == 0, f"{path.name}: harness does not build:\n{built.output[-2000:]}"
+        assert (Path(wd) / "h").is_file()
+    finally:
+        shutil.rmtree(wd, ignore_errors=True)

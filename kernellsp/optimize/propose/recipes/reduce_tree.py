@@ -146,6 +146,13 @@ def _cut(ctx: RecipeContext, run: BlockRun, sim: tuple[Any, ...]) -> _Cut | str:
     writes = _write_statements(ctx, {name for name, _i in outputs})
     if writes is None:
         return "the block's global writes are not each one statement after its loads"
+    if len(outputs) > len(writes):
+        # The tree's rewrite writes one element per write statement (thread 0's); a block that writes more
+        # (a scan, a per-thread map) cannot be one, whatever the cut: say so before executing any candidate.
+        return (
+            f"the block writes {len(outputs)} global elements with {len(writes)} write statement(s); a block "
+            "reduction writes one element per statement"
+        )
     # Loads in the write statements stay (they are kept as written: `dbias[c] = dbias[c] + s[0]`).
     first_write = min(k for k, _s in writes.values())
     last_load = max((k for k in run.loads_in if k < first_write), default=-1)
