@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +29,29 @@ def pytest_configure(config: pytest.Config) -> None:
 def session_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One cache for the whole run, so repeated builds of the samples stay fast but never touch ~/.cache."""
     return tmp_path_factory.mktemp("kernellsp-cache")
+
+
+@pytest.fixture(scope="session")
+def harness_runtime_object(session_cache_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The harness runtime object (``kl_runtime.o``, sm_90) that verify's split build links every entry unit
+    with, compiled once per run through the harness build's own cache (about a minute of nvcc on a 2-core
+    machine), so every test that builds harnesses shares it."""
+    from kernellsp.run import harness_build as hb
+    from kernellsp.run.runner import LocalRunner
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not on PATH")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KERNELLSP_CACHE_DIR", str(session_cache_dir))
+        mp.delenv("KERNELLSP_NO_CACHE", raising=False)
+        runner = LocalRunner()
+        key, fut = hb.ensure_runtime(runner, "sm_90", nvcc, "test", 900)
+        res = fut.result()
+        assert res.returncode == 0, res.output[-2000:]
+        out = tmp_path_factory.mktemp("harness-runtime")
+        assert runner.bin_cache_fetch(key, hb.RUNTIME_OBJECT, str(out))
+    return out / hb.RUNTIME_OBJECT
 
 
 @pytest.fixture(autouse=True)

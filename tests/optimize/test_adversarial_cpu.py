@@ -218,20 +218,12 @@ def test_scope_refuses_a_static_inside_a_device_helper() -> None:
 
 
 @pytest.fixture(scope="module")
-def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.CompletedProcess[str]]:
+def builds(
+    tmp_path_factory: pytest.TempPathFactory, harness_runtime_object: Path
+) -> dict[str, subprocess.CompletedProcess[str]]:
     """Every gpu-gate candidate's harness, built the way verify builds it (the split build: the runtime object
     once, then each candidate's entry unit compiled and linked with it), in parallel."""
     out = tmp_path_factory.mktemp("adversarial-builds")
-    (out / hb.RUNTIME_SOURCE).write_text(hb.runtime_unit_source())
-    runtime = subprocess.run(
-        hb.runtime_compile_command(
-            "sm_90", "nvcc", (), str(out / hb.RUNTIME_OBJECT), str(out / hb.RUNTIME_SOURCE)
-        ),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert runtime.returncode == 0, runtime.stderr[-2000:]
 
     def build(case: dict[str, Any]) -> tuple[str, subprocess.CompletedProcess[str]]:
         plan = _candidate_plan(case)
@@ -246,7 +238,7 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.Com
         )
         if res.returncode != 0:
             return case["name"], res
-        link = hb.link_command([obj, str(out / hb.RUNTIME_OBJECT)], exe, "sm_90", list(plan.flags))
+        link = hb.link_command([obj, str(harness_runtime_object)], exe, "sm_90", list(plan.flags))
         return case["name"], subprocess.run(link, capture_output=True, text=True, timeout=600)
 
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
