@@ -59,6 +59,12 @@ class GpuHolder:
         when = time.strftime("%H:%M", time.localtime(self.since))
         return f"held by {self.label} ({self.user}@{self.host}, pid {self.pid}) since {when}"
 
+    def is_process(self, pid: int) -> bool:
+        """Whether this record is process ``pid`` of this host (a job's own step holding the lock)."""
+        import socket
+
+        return self.pid == pid and self.host == socket.gethostname()
+
 
 def _holder_json(label: str) -> str:
     import getpass

@@ -54,6 +54,7 @@ from kernellsp.run.process import (
 #: file comes with the code under test, so it must not be able to turn the sandbox off.
 SANDBOX_ENV = "KERNELLSP_SANDBOX"
 _sandbox_probe_lock = threading.Lock()
+_waits_lock = threading.Lock()
 
 
 def sandbox_setting(value: str | None = None) -> str:
@@ -77,11 +78,24 @@ class Runner(ABC):
     gpu_wait_s: float | None = None
     #: Called with "waiting for the GPU: held by ..." while a GPU step waits (and again when the holder changes).
     on_gpu_wait: Callable[[str], None] | None = None
+    #: The holders a wait was already reported for (:meth:`_gpu_waiting`).
+    _reported_waits: set[tuple[str, str, str, int, float] | None] | None = None
 
-    def _gpu_waiting(self, message: str) -> None:
-        if self.on_gpu_wait is not None:
-            with contextlib.suppress(Exception):  # a display failure must not fail the job
-                self.on_gpu_wait(message)
+    def _gpu_waiting(self, holder: GpuHolder | None, where: str, waited_s: float) -> None:
+        """Tell ``on_gpu_wait`` that a GPU step waits, once per holder for the runner's life: a job whose
+        steps queue behind the same holder (the entries of ``optimize --all``, a round's candidates) says
+        so once."""
+        if self.on_gpu_wait is None:
+            return
+        key = (holder.label, holder.user, holder.host, holder.pid, holder.since) if holder else None
+        with _waits_lock:
+            if self._reported_waits is None:
+                self._reported_waits = set()
+            if key in self._reported_waits:
+                return
+            self._reported_waits.add(key)
+        with contextlib.suppress(Exception):  # a display failure must not fail the job
+            self.on_gpu_wait(_waiting_message(holder, where, waited_s))
 
     def _gpu_wait_expired(self, waited_s: float, holder: GpuHolder | None) -> RunnerError:
         who = holder.describe() if holder is not None else "held by another kernellsp job"
@@ -392,9 +406,11 @@ class LocalRunner(HostRunner):
                         next_look = now + _HOLDER_POLL_S
                         holder = _local_holder(lock_path)
                         who = holder.describe() if holder is not None else None
-                        if who != shown or (now - t0) % 30 < _HOLDER_POLL_S:
+                        # A step of this very process waiting for another of its steps is not reported: the
+                        # job queues its own GPU steps, which is no wait for the GPU.
+                        if who != shown and not (holder is not None and holder.is_process(os.getpid())):
                             shown = who
-                            self._gpu_waiting(_waiting_message(holder, "", now - t0))
+                            self._gpu_waiting(holder, "", now - t0)
                     time.sleep(0.1)
             mine = lock_path.parent / f"{lock_path.name}.holder.{os.getuid()}"
             with contextlib.suppress(

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kernellsp.build.nvcc import Cancelled
-from kernellsp.run.gpu_lock import _LOCK_BUSY, _LOCK_NAME, GpuHolder, GpuLock, _waiting_message, parse_holders
+from kernellsp.run.gpu_lock import _LOCK_BUSY, _LOCK_NAME, GpuHolder, GpuLock, parse_holders
 from kernellsp.run.process import _ENV_KEEP, _RC_MARK, _SECRET, RunnerError, RunResult, _killpg
 from kernellsp.run.runner import HostRunner, sandbox_setting
 
@@ -318,9 +318,9 @@ class SshRunner(HostRunner):
             if self.gpu_wait_s is not None and now - t0 > self.gpu_wait_s:
                 raise self._gpu_wait_expired(now - t0, holder)
             who = holder.describe() if holder is not None else None
-            if who != shown or (now - t0) % 30 < _SSH_LOCK_POLL_S:
+            if who != shown:
                 shown = who
-                self._gpu_waiting(_waiting_message(holder, f" on {self.name}", now - t0))
+                self._gpu_waiting(holder, f" on {self.name}", now - t0)
             if cancel is not None and cancel.wait(_SSH_LOCK_POLL_S):
                 raise Cancelled("gpu lock")
             if cancel is None:

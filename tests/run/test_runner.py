@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -297,6 +298,48 @@ def held_gpu_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def test_a_job_waiting_for_its_own_gpu_steps_reports_nothing(runner: LocalRunner, workdir: str) -> None:
+    """Issue 30 item 3: the entries and candidates of one command take turns on the GPU lock; that is the job
+    queueing its own steps, not a wait for the GPU, and used to print "waiting for the GPU: held by <this
+    command>" once per step."""
+    waits: list[str] = []
+    runner.on_gpu_wait = waits.append
+    try:
+        wall, results = _concurrent(lambda: runner.run(["sleep", "1"], workdir, 30, gpu_lock=True), n=3)
+    finally:
+        runner.on_gpu_wait = None
+    assert all(getattr(r, "returncode", None) == 0 for r in results), results
+    assert wall >= 3.0 and waits == []
+
+
+def test_a_wait_for_another_job_is_reported_once(
+    runner: LocalRunner, workdir: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Several steps of one command waiting behind the same holder say so once, with the holder."""
+    monkeypatch.setenv("KERNELLSP_GPU_LOCK_DIR", str(tmp_path))
+    other = subprocess.Popen(["sleep", "30"])
+    waits: list[str] = []
+    runner.on_gpu_wait = waits.append
+    try:
+        with open(tmp_path / "kernellsp-gpu.lock", "a+") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            record = {"label": "profile of conv.cu", "user": "ana", "host": "gpu1", "pid": other.pid}
+            (tmp_path / "kernellsp-gpu.lock.holder.4242").write_text(
+                json.dumps({**record, "since": time.time()})
+            )
+            release = threading.Timer(2.5, lambda: fcntl.flock(fh, fcntl.LOCK_UN))
+            release.start()
+            _wall, results = _concurrent(lambda: runner.run(["true"], workdir, 30, gpu_lock=True), n=3)
+            release.join()
+    finally:
+        runner.on_gpu_wait = None
+        other.kill()
+        other.wait()
+    assert all(getattr(r, "returncode", None) == 0 for r in results), results
+    assert len(waits) == 1, waits
+    assert waits[0].startswith("waiting for the GPU: held by profile of conv.cu (ana@gpu1, pid ")
 
 
 @pytest.mark.usefixtures("held_gpu_lock")
