@@ -244,11 +244,47 @@ def _pick_entry(
     return max(entries, key=closeness, default=None)
 
 
+#: nvcc's spellings of "read more options from this file" (CMake's Makefile generator writes the include
+#: folders of a CUDA target to ``CMakeFiles/<target>.dir/includes_CUDA.rsp`` and passes ``--options-file``).
+_OPTIONS_FILE = ("--options-file", "-optf")
+
+
+def expand_response_files(args: Sequence[str], directory: Path, depth: int = 0) -> list[str]:
+    """``args`` with every ``--options-file F`` / ``--options-file=F`` / ``-optf F`` / ``@F`` replaced by the
+    options in ``F`` (relative to ``directory``; shell-style quoting, nested files up to 8 deep). A file that
+    cannot be read is dropped, as the compile would fail on it anyway."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        i += 1
+        path: str | None = None
+        if a in _OPTIONS_FILE and i < len(args):
+            path, i = args[i], i + 1
+        elif a.startswith("--options-file="):
+            path = a.split("=", 1)[1]
+        elif a.startswith("@") and len(a) > 1:
+            path = a[1:]
+        if path is None:
+            out.append(a)
+            continue
+        if depth >= 8:
+            continue
+        p = Path(path) if os.path.isabs(path) else directory / path
+        try:
+            inner = shlex.split(p.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        out += expand_response_files(inner, directory, depth + 1)
+    return out
+
+
 def compile_command_flags(argv: Sequence[str], directory: Path) -> tuple[list[str], list[Path]]:
     """The reading flags of one compile command (relative paths resolved against ``directory``) and its include
     folders; everything else (compiler, output, target, optimisation) is dropped."""
     out: list[str] = []
     dirs: list[Path] = []
+    argv = [*argv[:1], *expand_response_files(argv[1:], directory)]
     i = 1  # argv[0] is the compiler
     while i < len(argv):
         a = argv[i]

@@ -419,3 +419,20 @@ def test_timeout_is_an_error_not_an_exception(tmp_path: Path) -> None:
     assert r.error is not None and "nvcc did not finish within 0.001 s on slow.cu" in r.error
     assert "build_timeout_s" in r.error and r.timed_out
     assert r.resources == []
+
+
+def test_response_files_are_expanded_relative_to_the_entry_directory(tmp_path: Path) -> None:
+    """``--options-file F``, ``--options-file=F``, ``-optf F`` and ``@F`` (CMake's Makefile generator passes the
+    include folders that way), nested, quoted; a missing file is dropped."""
+    from kernellsp.build.flags import compile_command_flags
+
+    (tmp_path / "inc a").mkdir()
+    (tmp_path / "rsp").mkdir()
+    (tmp_path / "rsp" / "includes.rsp").write_text('-I"inc a" --options-file=rsp/defs.rsp\n')
+    (tmp_path / "rsp" / "defs.rsp").write_text("-DUSE_X=1 -isystem sys\n")
+    (tmp_path / "more.rsp").write_text("-std=c++17")
+    argv = ["nvcc", "--options-file", "rsp/includes.rsp", "@more.rsp", "-optf", "gone.rsp", "-c", "k.cu"]
+    args, dirs = compile_command_flags(argv, tmp_path)
+    inc, sys_inc = str((tmp_path / "inc a").resolve()), str((tmp_path / "sys").resolve())
+    assert args == ["-I", inc, "-DUSE_X=1", "-isystem", sys_inc, "-std=c++17"]
+    assert dirs == [Path(inc), Path(sys_inc)]
