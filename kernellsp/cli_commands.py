@@ -17,6 +17,7 @@ from kernellsp.cli_runs import (
 from kernellsp.cli_support import (
     OutputFormat,
     _check_html_target,
+    _explain_all,
     _fail,
     _make_runner,
     _no_runner,
@@ -115,11 +116,13 @@ def run_optimize_command(
 
     if proposer not in ("auto", "recipes", "tuner", "llm"):
         raise _fail(f"--proposer {proposer}: expected auto, recipes, tuner or llm")
+    if explain and (all_entries or len(files) != 1 or files[0].is_dir()):
+        if kernel or apply:
+            raise _fail("--explain over several entries explains each of them: drop --kernel and --apply")
+        _explain_all(files, json_out)
     if all_entries:
-        if kernel or apply or explain:
-            raise _fail(
-                "--all optimizes every spec'd entry and writes no file: drop --kernel, --apply and --explain"
-            )
+        if kernel or apply:
+            raise _fail("--all optimizes every spec'd entry and writes no file: drop --kernel and --apply")
         _optimize_all(files, json_out, html_out, proposer, rounds, candidates, min_gain, seeds, gpu_host)
     if len(files) != 1:
         raise _fail(

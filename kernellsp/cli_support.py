@@ -280,26 +280,49 @@ def _pick_entry(file: Path, text: str, kernel: str | None) -> str:
     raise _fail(f"{file}: several spec'd entries ({', '.join(entries)}); pick one with --kernel")
 
 
-def _print_explain(file: Path, text: str, entry: str, json_out: bool) -> None:
-    """``optimize --explain``: every recipe against the entry's kernels, matched with its binding or declined."""
-    import json
-
+def _explanation(file: Path, text: str, entry: str) -> tuple[dict[str, Any], str]:
+    """One entry's ``--explain``: the JSON object and the text."""
     from kernellsp.optimize.propose.recipes import canonical_passes, explain
     from kernellsp.source.model import parse_source
 
     model = parse_source(text, str(file))
     rows = explain(model, entry)
     fired = canonical_passes(model, entry)
-    if json_out:
-        passes = [{"pass": f.name, "kernel": f.kernel, "notes": list(f.notes)} for f in fired]
-        typer.echo(
-            json.dumps(
-                {"path": str(file), "entry": entry, "passes": passes, "recipes": [r.to_dict() for r in rows]},
-                indent=2,
-            )
+    passes = [{"pass": f.name, "kernel": f.kernel, "notes": list(f.notes)} for f in fired]
+    data = {"path": str(file), "entry": entry, "passes": passes, "recipes": [r.to_dict() for r in rows]}
+    return data, explain_text(file, entry, rows, fired)
+
+
+def _print_explain(file: Path, text: str, entry: str, json_out: bool) -> None:
+    """``optimize --explain``: every recipe against the entry's kernels, matched with its binding or declined."""
+    data, text_out = _explanation(file, text, entry)
+    typer.echo(json.dumps(data, indent=2) if json_out else text_out)
+
+
+def _explain_all(paths: list[Path], json_out: bool) -> None:
+    """``optimize DIR --explain`` (or several files, or ``--all --explain``): every spec'd entry explained, in
+    file order; JSON: a list of the one-entry objects. No GPU needed; exits 0."""
+    from kernellsp.check import CheckError, collect_files
+    from kernellsp.optimize import fanout
+
+    notes: list[str] = []
+    try:
+        found = collect_files(paths, notes)
+    except CheckError as exc:
+        raise _fail(str(exc)) from None
+    jobs, more = fanout.find_entries(found)
+    for n in notes + more:
+        err_console.print(f"note: {n}", markup=False)
+    if not jobs:
+        raise _fail(
+            "no spec'd entry in the given paths: add a /* kernellsp ... */ launch spec above a kernel"
         )
-        return
-    typer.echo(explain_text(file, entry, rows, fired))
+    done = [_explanation(j.path, j.text, j.entry) for j in jobs]
+    if json_out:
+        typer.echo(json.dumps([d for d, _t in done], indent=2))
+    else:
+        typer.echo("\n\n".join(t.rstrip("\n") for _d, t in done))
+    raise typer.Exit(0)
 
 
 def _optimize_html(path: Path, file: Path, entry: str, result: Any, runner: Any, settings: Settings) -> None:

@@ -45,7 +45,7 @@ class EntryJob:
 
 def find_entries(files: list[Path]) -> tuple[list[EntryJob], list[str]]:
     """Every entry with a valid launch spec in ``files`` (from :func:`kernellsp.source.files.collect_files`), and a
-    note for each file that cannot be read or has no spec'd entry."""
+    note for each file that cannot be read or defines kernels none of which has a spec."""
     from kernellsp.source.files import read_source
     from kernellsp.source.model import parse_source
     from kernellsp.source.spec import specs_from_source
@@ -57,7 +57,12 @@ def find_entries(files: list[Path]) -> tuple[list[EntryJob], list[str]]:
         if text is None:
             notes.append(f"{f}: skipped: {err}")
             continue
-        bound = specs_from_source(parse_source(text, str(f)))[0]
+        model = parse_source(text, str(f))
+        bound = specs_from_source(model)[0]
+        if not bound and any(fn.kind == "global" for fn in model.functions):
+            notes.append(
+                f"{f}: no spec'd entry (add a /* kernellsp ... */ launch spec above a kernel to include it)"
+            )
         seen: set[str] = set()
         for b in bound:
             if b.entry not in seen:  # the first spec bound to an entry is the one that runs it

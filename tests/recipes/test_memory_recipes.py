@@ -359,6 +359,31 @@ def test_cli_explain_text_and_json(tmp_path: Path) -> None:
     assert rb["matched"] and rb["binding"]["op"] == "sum" and rb["params"]["items"]
 
 
+def test_cli_explain_a_folder_and_all(tmp_path: Path) -> None:
+    """Issue 31 item 5.9: ``optimize DIR --explain`` and ``--all --explain`` explain every spec'd entry (they were
+    refused); JSON is a list of the one-entry objects."""
+    for name in ("reduce_atomic.cu", "vector_add.cu"):
+        (tmp_path / name).write_text((ROOT / "samples" / name).read_text())
+    (tmp_path / "nospec.cu").write_text("__global__ void k(float* x) { x[0] = 1.0f; }\n")
+    run = [sys.executable, "-m", "kernellsp", "optimize", str(tmp_path), "--explain"]
+    out = subprocess.run(run, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"reduce_atomic\.cu:reduce_atomic: .*\n(.*\n)*.*matched +reduce-block", out.stdout)
+    assert re.search(r"vector_add\.cu:vector_add: .*\n(.*\n)*.*matched +map-vectorize", out.stdout)
+    assert "nospec.cu" in out.stderr  # named as a note: no spec'd entry
+    files = [str(tmp_path / "vector_add.cu"), str(tmp_path / "reduce_atomic.cu")]
+    js = subprocess.run(
+        [sys.executable, "-m", "kernellsp", "optimize", *files, "--all", "--explain", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert js.returncode == 0, js.stderr
+    assert [d["entry"] for d in json.loads(js.stdout)] == ["vector_add", "reduce_atomic"]
+    bad = subprocess.run([*run, "--apply"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "drop --kernel and --apply" in bad.stderr
+
+
 def _proposal(path: Path, tried: list[dict[str, Any]] | None = None) -> ProposalContext:
     text = path.read_text()
     model = parse_source(text, str(path))
