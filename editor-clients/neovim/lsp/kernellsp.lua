@@ -3,7 +3,8 @@
 
 ---@type vim.lsp.Config
 return {
-  cmd = { 'kernellsp', 'serve' },
+  -- `kernellsp` on PATH, else pipx's / pip --user's bin folder ($PIPX_BIN_DIR, ~/.local/bin).
+  cmd = { require('kernellsp').server_path(), 'serve' },
   filetypes = { 'cuda' },
   root_markers = { 'kernellsp.toml', 'pyproject.toml', '.git' },
   -- Sent as initializationOptions: the same keys as `settings.kernellsp` below.

@@ -81,8 +81,8 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
     log(`${why}; looked at:\n  ${lookup.tried.join('\n  ')}`);
     status.failed(why);
     const choice = await vscode.window.showErrorMessage(
-      'kernellsp: language server not found. Install it into the workspace\'s .venv or onto PATH ' +
-        '(pip install kernellsp), or set "kernellsp.server.path" to the kernellsp executable. ' +
+      'kernellsp: language server not found. Install it from a clone or release (pipx install PATH, or ' +
+        'pip install PATH into the workspace\'s .venv), or set "kernellsp.server.path" to the kernellsp executable. ' +
         `Looked at: ${lookup.tried.join('; ')}.`,
       'Open Settings', 'Show Output');
     if (choice === 'Open Settings') {

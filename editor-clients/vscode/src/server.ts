@@ -1,12 +1,14 @@
 // Finding the kernellsp language server: the `kernellsp.server.path` setting, then the workspace's
-// `.venv`, then `PATH`. Each step says what it looked at, so a failure can name every place tried.
+// `.venv`, then `PATH`, then where `pipx install` and `pip install --user` put executables (`$PIPX_BIN_DIR`,
+// `~/.local/bin`: often missing from the PATH of an editor started from a desktop menu). Each step says
+// what it looked at, so a failure can name every place tried.
 import * as fs from 'fs';
 import * as path from 'path';
 
 export interface ServerCommand {
   command: string;
   args: string[];
-  /** How it was found: "setting", ".venv" or "PATH". */
+  /** How it was found: "setting", ".venv", "PATH" or "user bin" (pipx / pip --user). */
   via: string;
 }
 
@@ -110,5 +112,17 @@ export function findServer(settingPath: string | undefined, workspaceDirs: strin
     return { found: { command: exe, args: ['serve'], via: 'PATH' }, tried };
   }
   tried.push('PATH: no kernellsp executable');
+  const home = process.env.HOME ?? process.env.USERPROFILE ?? '';
+  const userBins = [process.env.PIPX_BIN_DIR, home ? path.join(home, '.local', 'bin') : undefined];
+  for (const dir of userBins) {
+    if (!dir) {
+      continue;
+    }
+    const candidate = path.join(dir, isWindows ? 'kernellsp.exe' : 'kernellsp');
+    if (isExecutable(candidate)) {
+      return { found: { command: candidate, args: ['serve'], via: 'user bin' }, tried };
+    }
+    tried.push(`${dir}: no kernellsp executable (pipx install / pip install --user put it there)`);
+  }
   return { tried };
 }

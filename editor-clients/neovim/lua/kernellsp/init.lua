@@ -8,9 +8,24 @@
 -- Buffer-local commands: :KernellspCheck, :KernellspRule {code}, :KernellspAddLaunchSpec {kernel}.
 local M = {}
 
+--- The server executable: `kernellsp` on PATH, else where `pipx install` and `pip install --user` put it
+--- ($PIPX_BIN_DIR, ~/.local/bin: often not on the PATH of an editor started from a desktop menu).
+function M.server_path()
+  if vim.fn.executable('kernellsp') == 1 then
+    return 'kernellsp'
+  end
+  local home = vim.env.HOME
+  for _, dir in ipairs({ vim.env.PIPX_BIN_DIR or '', home and (home .. '/.local/bin') or '' }) do
+    if dir ~= '' and vim.fn.executable(dir .. '/kernellsp') == 1 then
+      return dir .. '/kernellsp'
+    end
+  end
+  return 'kernellsp'
+end
+
 M.defaults = {
   name = 'kernellsp',
-  cmd = { 'kernellsp', 'serve' },
+  cmd = { M.server_path(), 'serve' },
   filetypes = { 'cuda' },
   root_markers = { 'kernellsp.toml', 'pyproject.toml', '.git' },
   init_options = {},
