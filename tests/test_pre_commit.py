@@ -133,6 +133,11 @@ def test_pre_commit_hook_runs_kernellsp_check(tmp_path: Path) -> None:
     passed = _pre_commit(project, cache / "pre-commit-home")
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "kernellsp (CUDA kernel findings)" in passed.stdout and "Passed" in passed.stdout
-    print(out)
+    # The hook's own environment carries nvdisasm (issue 31 item 5.4), where kernellsp finds it.
+    envs = list(
+        (cache / "pre-commit-home").glob("repo*/py_env-*/lib/python*/site-packages/nvidia/cu*/bin/nvdisasm")
+    )
+    assert envs, "the hook's environment has no nvdisasm"
+    assert "nvdisasm not found" not in out
     # Environments of earlier snapshots (older commits of this repository) go; this one stays for the next run.
     _pre_commit(project, cache / "pre-commit-home", "gc")
