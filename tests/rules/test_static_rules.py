@@ -597,6 +597,28 @@ def test_kl405_silent_for_const_restrict(tmp_path: Path, ruleset: RuleSet) -> No
     assert "KL405" not in codes(report)
 
 
+def test_kl405_sees_through_values_passed_to_functions(tmp_path: Path, ruleset: RuleSet) -> None:
+    """Issue 31 item 5.7: ``out[i] = sq(in[i])`` passes a loaded value, not the pointer: ``in`` is still only
+    read. Handing over the pointer or an address (``p + i``, ``&p[i]``) may let the callee write: silent."""
+    head = (
+        "__device__ float sq(float v) { return v * v; }\n__device__ void put(float* p, float v) { *p = v; }\n"
+    )
+    body = """\
+__global__ void scale(float* x, float* __restrict__ y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { CALL; }
+}
+"""
+    by_value = check(
+        tmp_path, ruleset, head + spec() + body.replace("CALL", "y[i] = sq(x[i]) + sq(*(x + i))")
+    )
+    assert only(by_value, "KL405").message.startswith("scale only reads x,")
+    for escapes in ("put(x + i, 1.0f); y[i] = 0.0f", "put(&x[i], 2.0f); y[i] = x[i]"):
+        report = check(tmp_path, ruleset, head + spec() + body.replace("CALL", escapes))
+        assert "KL405" not in codes(report), escapes
+
+
 def test_kl405_silent_for_a_pointer_that_is_written(tmp_path: Path, ruleset: RuleSet) -> None:
     src = (
         spec().replace('x = { dtype = "f32", dir = "in"', 'x = { dtype = "f32", dir = "inout"')

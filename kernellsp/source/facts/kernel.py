@@ -141,6 +141,43 @@ def _analyse(ctx: _Ctx, facts: KernelFacts) -> None:
             facts.readonly_unqualified.append(p.name)
 
 
+def _escaping_pointers(ctx: _Ctx, arg: tree_sitter.Node) -> set[str]:
+    """Pointer parameters whose address an argument expression hands to the callee (``p``, ``p + i``,
+    ``&p[i]``): the callee may write through them. A value loaded through one (``p[i]``, ``*p``) is not: in
+    ``out[i] = sq(in[i])`` the callee gets a float, and ``in`` stays read-only."""
+
+    def is_op(n: tree_sitter.Node, op: str) -> bool:
+        return n.type == "pointer_expression" and ctx.text(n).lstrip().startswith(op)
+
+    def loaded_at(ident: tree_sitter.Node) -> tree_sitter.Node | None:
+        """The load (subscript or dereference) that turns the pointer into a value, if one does in ``arg``."""
+        node = ident
+        while node != arg and node.parent is not None:
+            parent = node.parent
+            if (
+                parent.type == "subscript_expression" and parent.child_by_field_name("argument") == node
+            ) or is_op(parent, "*"):
+                return parent
+            node = parent
+        return None
+
+    def under_address_of(load: tree_sitter.Node) -> bool:
+        node: tree_sitter.Node | None = load
+        while node is not None and node != arg.parent:
+            if is_op(node, "&"):
+                return True
+            node = node.parent
+        return False
+
+    out: set[str] = set()
+    for c in _walk(arg):
+        if c.type == "identifier" and ctx.text(c) in ctx.pointers:
+            load = loaded_at(c)
+            if load is None or under_address_of(load):
+                out.add(ctx.text(c))
+    return out
+
+
 def _call_facts(
     ctx: _Ctx,
     facts: KernelFacts,
@@ -154,7 +191,7 @@ def _call_facts(
     args = n.child_by_field_name("arguments")
     arg_nodes = [c for c in args.children if c.is_named] if args is not None else []
     for a in arg_nodes:
-        passed_to_calls |= _idents(ctx, a) & ctx.pointers if not ATOMICS.match(fname) else set()
+        passed_to_calls |= _escaping_pointers(ctx, a) if not ATOMICS.match(fname) else set()
     if fname in BARRIERS:
         conds = _conditions_above(ctx, n)
         if any(_depends(ctx, c, THREAD_BUILTINS, ctx.thread_tainted) for c, _ in conds):
