@@ -111,6 +111,30 @@ def _launch_site_facts(fn: Function, model: SourceModel, out: dict[str, Any]) ->
     return out
 
 
+def _attribute_fp64(
+    sass_by_line: dict[int, dict[str, int]], facts: analysis.KernelFacts, fn: Function
+) -> None:
+    """Move fp64 instruction counts to the statement that holds the double.
+
+    ptxas's line table gives a promoted expression's DMUL/DADD/conversions to neighbouring lines too (the
+    loop header, the closing brace: issue 31 item 5.3), so a per-line finding would point at code with no
+    double in it. Counts on a line of the kernel's body without a double literal or declaration go to the
+    nearest line that has one (the earlier on a tie); with no such line (a double from a call or a cast),
+    they stay where ptxas put them."""
+    doubles = sorted(ln for ln, lf in facts.lines.items() if lf.double_literals or lf.double_decls)
+    body = fn.body_span
+    if not doubles or body is None:
+        return
+    for ln in sorted(sass_by_line):
+        n = sass_by_line[ln].get("fp64", 0)
+        if not n or ln in doubles or not body.start_line <= ln <= body.end_line:
+            continue
+        target = min(doubles, key=lambda d: (abs(d - ln), d))
+        sass_by_line[ln]["fp64"] = 0
+        dest = sass_by_line.setdefault(target, {})
+        dest["fp64"] = dest.get("fp64", 0) + n
+
+
 def kernel_metrics(
     fn: Function,
     model: SourceModel,
@@ -178,6 +202,7 @@ def kernel_metrics(
                     limit_shared_memory=occ.limit_shared_memory,
                     limit_warps=occ.limit_warps,
                 )
+    _attribute_fp64(sass_by_line, facts, fn)
     lines: dict[int, dict[str, Any]] = {}
     for ln in set(facts.lines) | set(sass_by_line):
         lm: dict[str, Any] = {"line": ln + 1}

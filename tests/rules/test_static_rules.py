@@ -476,6 +476,17 @@ def test_kl401_fires_for_a_double_literal(tmp_path: Path, ruleset: RuleSet) -> N
     assert metrics(report)["fp64_insts"] == fp64
 
 
+def test_kl401_lands_on_the_statement_with_the_double(tmp_path: Path, ruleset: RuleSet) -> None:
+    """Issue 31 item 5.3: ptxas attributes part of a promoted loop body's fp64 work to the loop header and the
+    closing brace; the finding goes to the one line with the double literal, with all of the kernel's fp64."""
+    src = (Path(__file__).resolve().parents[2] / "samples" / "softmax_row.cu").read_text()
+    report = check(tmp_path, ruleset, src, "softmax_row.cu")
+    assert report.build is not None and report.build.sass_available
+    f = only(report, "KL401")
+    assert f.range.start_line == line_of(src, "* (1.0 / sum);")
+    assert f.evidence["fp64_ops"] == metrics(report)["fp64_insts"] > 0
+
+
 def test_kl401_silent_with_a_float_literal(tmp_path: Path, ruleset: RuleSet) -> None:
     report = check(tmp_path, ruleset, spec() + FP64.replace("0.1;", "0.1f;"))
     assert metrics(report)["fp64_insts"] == 0
