@@ -16,7 +16,12 @@ from typing import Annotated
 import typer
 
 from kernellsp import __version__
-from kernellsp.cli_commands import run_optimize_command, run_profile_command, run_verify_command
+from kernellsp.cli_commands import (
+    run_optimize_command,
+    run_profile_command,
+    run_spec_draft_command,
+    run_verify_command,
+)
 from kernellsp.cli_runs import (
     _add_profile_findings,
     _run_check,
@@ -457,6 +462,31 @@ def doctor() -> None:
     if checks:
         typer.echo(doctor_text(checks))
     raise typer.Exit(exit_code(checks))
+
+
+spec_app = typer.Typer(help="Launch specs: draft one from a kernel's signature and indexing.")
+app.add_typer(spec_app, name="spec")
+
+
+@spec_app.command("draft")
+def spec_draft(
+    file: Annotated[Path, typer.Argument(help="A CUDA file.", show_default=False)],
+    kernel: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--kernel", "-k", help="Draft for these kernels (default: every kernel without a spec)."
+        ),
+    ] = None,
+    write: Annotated[
+        bool,
+        typer.Option(
+            "--write", help="Insert the drafts above their kernels (backup kept: `kernellsp revert FILE`)."
+        ),
+    ] = False,
+) -> None:
+    """Draft a launch spec from each kernel's signature, launch sites and indexing, as the editor's "Add launch spec"
+    does: printed, or inserted into FILE with --write. What could not be inferred is marked `# CHECK:`."""
+    run_spec_draft_command(file, kernel or [], write)
 
 
 cache_app = typer.Typer(help="Manage the content-hash cache.")

@@ -201,3 +201,50 @@ def run_verify_command(
     else:
         typer.echo(verdict_text(v))
     raise typer.Exit(0 if v.accepted else 1)
+
+
+def run_spec_draft_command(file: Path, kernels: list[str], write: bool) -> None:
+    """``kernellsp spec draft``: the draft spec of each named kernel (or of every kernel without one), printed or
+    inserted above its kernel with a backup. Exit 0; 2 for a kernel that is not there or cannot be drafted."""
+    from kernellsp.optimize.apply import record_backup
+    from kernellsp.source import spec
+    from kernellsp.source.draft import draft_problem
+    from kernellsp.source.model import parse_source
+
+    text = _read_cuda(file)
+    model = parse_source(text, str(file))
+    kernels_in_file = [f for f in model.functions if f.kind == "global" and f.has_body]
+    specced = {b.entry for b in spec.specs_from_source(model)[0]}
+    if kernels:
+        unknown = [k for k in kernels if k not in {f.name for f in kernels_in_file}]
+        if unknown:
+            have = ", ".join(f.name for f in kernels_in_file) or "none"
+            raise _fail(f"{file}: no kernel named {', '.join(unknown)} (kernels: {have})")
+        chosen = [f for f in kernels_in_file if f.name in kernels]
+    else:
+        chosen = [f for f in kernels_in_file if f.name not in specced]
+    blocks: list[tuple[int, str]] = []
+    for fn in chosen:
+        problem = draft_problem(fn, text)
+        if problem is not None:
+            raise _fail(f"{file}: {problem}")
+        if fn.name in specced:
+            err_console.print(
+                f"note: {fn.name} already has a spec; this draft is one to compare", markup=False
+            )
+        blocks.append(spec.draft_block(fn, model))
+    if not blocks:
+        typer.echo(f"{file}: every kernel has a launch spec")
+        raise typer.Exit(0)
+    if not write:
+        for (line, block), fn in zip(blocks, chosen, strict=True):
+            typer.echo(f"// {file}:{line + 1}: above {fn.name}\n{block}", nl=False)
+        raise typer.Exit(0)
+    new = spec.insert_draft_blocks(text, blocks)
+    backup = record_backup(file, text, new, None)
+    file.write_text(new, encoding="utf-8")
+    names = ", ".join(f.name for f in chosen)
+    typer.echo(
+        f"{file}: inserted a draft spec above {names} (backup {backup}; `kernellsp revert {file}` restores it)"
+    )
+    raise typer.Exit(0)

@@ -578,3 +578,28 @@ def test_json_mode_errors_are_json_on_stdout(tmp_path: Path) -> None:
     # Text mode keeps stdout for results: the error goes to stderr only.
     text = invoke("optimize", str(no_spec))
     assert text.exit_code == 2 and "{" not in text.stdout
+
+
+def test_spec_draft_prints_writes_with_a_backup_and_reverts(tmp_path: Path) -> None:
+    """Issue 31 item 5.10: the CLI drafts a launch spec as the editor's "Add launch spec" does."""
+
+    f = tmp_path / "va.cu"
+    original = re.sub(
+        r"/\* kernellsp.*?\*/\n", "", (REPO / "samples" / "vector_add.cu").read_text(), flags=re.S
+    )
+    f.write_text(original)
+    shown = invoke("spec", "draft", str(f))
+    assert shown.exit_code == 0, shown.output
+    assert (
+        f"{f}:4: above vector_add" in shown.output
+        and 'c = { dtype = "f32", dir = "out", count = "N" }' in shown.output
+    )
+    assert f.read_text() == original  # printing changes nothing
+    written = invoke("spec", "draft", str(f), "--write")
+    assert written.exit_code == 0 and "backup" in written.output, written.output
+    checked = invoke("check", str(f), "--format", "json")
+    assert "KL004" not in checked.output  # the inserted spec is valid: no "missing launch spec"
+    assert invoke("spec", "draft", str(f)).output.strip() == f"{f}: every kernel has a launch spec"
+    assert invoke("revert", str(f)).exit_code == 0 and f.read_text() == original
+    bad = invoke("spec", "draft", str(f), "--kernel", "nope")
+    assert bad.exit_code == 2 and "no kernel named nope (kernels: vector_add)" in bad.output

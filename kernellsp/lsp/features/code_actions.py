@@ -45,11 +45,7 @@ def has_spec(model: SourceModel, name: str) -> bool:
 
 def launch_spec_text_edit(fn: Function, model: SourceModel, eol: str = "\n") -> types.TextEdit:
     """The insertion of a draft spec above ``fn`` (above ``template`` when templated)."""
-    start = (fn.outer_span or fn.span).start_line
-    line_text = model.lines[start] if start < len(model.lines) else ""
-    indent = line_text[: len(line_text) - len(line_text.lstrip())]
-    draft, notes = spec.draft_with_notes(fn, model)
-    block = spec.format_comment_block(draft, indent, notes)
+    start, block = spec.draft_block(fn, model)
     if eol != "\n":
         block = block.replace("\n", eol)
     pos = types.Position(line=start, character=0)

@@ -24,9 +24,11 @@ from __future__ import annotations
 
 from kernellsp.source.spec.check import dtype_for_ctype, launch_dims, validate_against
 from kernellsp.source.spec.edit import (
+    draft_block,
     draft_spec,
     draft_with_notes,
     format_comment_block,
+    insert_draft_blocks,
     patch_spec_block,
     spec_to_toml,
 )
@@ -71,12 +73,14 @@ __all__ = [
     "LaunchSpec",
     "SpecIssue",
     "Tolerance",
+    "draft_block",
     "draft_spec",
     "draft_with_notes",
     "dtype_for_ctype",
     "entry_spec",
     "find_workspace_root",
     "format_comment_block",
+    "insert_draft_blocks",
     "launch_dims",
     "load_workspace_specs",
     "parse_spec_text",

@@ -71,6 +71,26 @@ def format_comment_block(spec: KernelSpec, indent: str = "", notes: Iterable[str
     )
 
 
+def draft_block(fn: Function, model: SourceModel) -> tuple[int, str]:
+    """Where a draft spec for ``fn`` goes (the 0-based line of the definition, its ``template`` line when it
+    has one) and the ``/* kernellsp ... */`` block to insert there, indented like the definition: what the
+    editor's "Add launch spec" and ``kernellsp spec draft`` both write."""
+    start = (fn.outer_span or fn.span).start_line
+    line_text = model.lines[start] if start < len(model.lines) else ""
+    indent = line_text[: len(line_text) - len(line_text.lstrip())]
+    draft, notes = draft_with_notes(fn, model)
+    return start, format_comment_block(draft, indent, notes)
+
+
+def insert_draft_blocks(text: str, blocks: Iterable[tuple[int, str]]) -> str:
+    """``text`` with each ``(line, block)`` inserted before that 0-based line (the file's line endings kept)."""
+    eol = "\r\n" if "\r\n" in text.split("\n", 1)[0] + "\n" else "\n"
+    lines = text.splitlines(keepends=True)
+    for line, block in sorted(blocks, reverse=True):  # bottom up: earlier line numbers stay valid
+        lines.insert(min(line, len(lines)), block.replace("\n", eol) if eol != "\n" else block)
+    return "".join(lines)
+
+
 def draft_spec(fn: Function, model: SourceModel) -> KernelSpec:
     """A runnable first draft for ``fn``: :func:`draft_with_notes` without the notes."""
     return draft_with_notes(fn, model)[0]
