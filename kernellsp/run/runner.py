@@ -27,7 +27,7 @@ import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,8 @@ from kernellsp.run.process import (
 SANDBOX_ENV = "KERNELLSP_SANDBOX"
 _sandbox_probe_lock = threading.Lock()
 _waits_lock = threading.Lock()
+#: What a waiting step showed so far: nothing yet (a holder without a record shows as None).
+_NOT_SHOWN = "\0"
 
 
 def sandbox_setting(value: str | None = None) -> str:
@@ -78,13 +80,29 @@ class Runner(ABC):
     gpu_wait_s: float | None = None
     #: Called with "waiting for the GPU: held by ..." while a GPU step waits (and again when the holder changes).
     on_gpu_wait: Callable[[str], None] | None = None
-    #: The holders a wait was already reported for (:meth:`_gpu_waiting`).
+    #: The holders a wait was already reported for while some step of this runner kept waiting
+    #: (:meth:`_gpu_waiting`), and how many of its steps are trying to take the lock now.
     _reported_waits: set[tuple[str, str, str, int, float] | None] | None = None
+    _lock_takers = 0
+
+    @contextlib.contextmanager
+    def _taking_lock(self) -> Iterator[None]:
+        """Around one step's attempt to take the GPU lock: once no step of this runner is trying any more, the
+        waits reported so far are forgotten (a later wait behind the same holder is news again)."""
+        with _waits_lock:
+            self._lock_takers += 1
+        try:
+            yield
+        finally:
+            with _waits_lock:
+                self._lock_takers -= 1
+                if self._lock_takers == 0:
+                    self._reported_waits = None
 
     def _gpu_waiting(self, holder: GpuHolder | None, where: str, waited_s: float) -> None:
-        """Tell ``on_gpu_wait`` that a GPU step waits, once per holder for the runner's life: a job whose
-        steps queue behind the same holder (the entries of ``optimize --all``, a round's candidates) says
-        so once."""
+        """Tell ``on_gpu_wait`` that a GPU step waits, once per holder while steps of this runner keep waiting:
+        a job whose steps queue behind the same holder (a round's candidates, the entries of ``optimize
+        --all`` on a pool) says so once."""
         if self.on_gpu_wait is None:
             return
         key = (holder.label, holder.user, holder.host, holder.pid, holder.since) if holder else None
@@ -385,9 +403,9 @@ class LocalRunner(HostRunner):
                 "KERNELLSP_GPU_LOCK_DIR, /tmp when unset: create the folder, unset the variable, or remove a "
                 "lock file left unreadable by another user)",
             ) from None
-        with os.fdopen(fd) as fh:
+        with os.fdopen(fd) as fh, self._taking_lock():
             t0 = time.monotonic()
-            shown: str | None = None
+            shown: str | None = _NOT_SHOWN
             next_look = 0.0
             holder: GpuHolder | None = None
             while True:

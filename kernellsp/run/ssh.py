@@ -25,7 +25,7 @@ from pathlib import Path
 from kernellsp.build.nvcc import Cancelled
 from kernellsp.run.gpu_lock import _LOCK_BUSY, _LOCK_NAME, GpuHolder, GpuLock, parse_holders
 from kernellsp.run.process import _ENV_KEEP, _RC_MARK, _SECRET, RunnerError, RunResult, _killpg
-from kernellsp.run.runner import HostRunner, sandbox_setting
+from kernellsp.run.runner import _NOT_SHOWN, HostRunner, sandbox_setting
 
 #: A wait over ssh asks the host this often (each ask is one round trip on the shared connection).
 _SSH_LOCK_POLL_S = 2.0
@@ -298,8 +298,12 @@ class SshRunner(HostRunner):
             '[ -f "$f" ] || continue; p=$(sed -n \'s/.*"pid": *\\([0-9]*\\).*/\\1/p\' "$f"); '
             '[ -n "$p" ] && [ -d "/proc/$p" ] && cat "$f"; done; fi'
         )
+        with self._taking_lock():
+            self._wait_remote_lock_loop(probe, cancel)
+
+    def _wait_remote_lock_loop(self, probe: str, cancel: threading.Event | None) -> None:
         t0 = time.monotonic()
-        shown: str | None = None
+        shown: str | None = _NOT_SHOWN
         holder: GpuHolder | None = None
         while True:
             res = self._ssh(probe, 60, cancel=cancel)

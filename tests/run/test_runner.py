@@ -346,11 +346,18 @@ def test_a_wait_for_another_job_is_reported_once(
 def test_gpu_lock_busy_and_cancel_while_waiting(runner: LocalRunner, workdir: str) -> None:
     # The command's own time limit (1 s) is no limit on the wait: only the gpu_wait_timeout_s setting is.
     runner.gpu_wait_s = 1.5
+    waits: list[str] = []
+    runner.on_gpu_wait = waits.append
     t0 = time.monotonic()
-    with pytest.raises(RunnerError) as ei:
-        runner.run(["true"], workdir, 1, gpu_lock=True)
+    try:
+        with pytest.raises(RunnerError) as ei:
+            runner.run(["true"], workdir, 1, gpu_lock=True)
+    finally:
+        runner.on_gpu_wait = None
     assert ei.value.kind == "busy" and "the 1.5 s the gpu_wait_timeout_s setting allows" in str(ei.value)
     assert 1.5 <= time.monotonic() - t0 < 4.0
+    # A holder that left no record (flock(1) from a shell) is still reported, once.
+    assert waits == ["waiting for the GPU: held by another job (it did not say which); waited 0 s so far"]
     runner.gpu_wait_s = None
     cancel = threading.Event()
     timer = threading.Timer(0.3, cancel.set)
