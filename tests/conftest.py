@@ -27,7 +27,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 def session_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One cache for the whole run, so repeated builds of the samples stay fast but never touch ~/.cache."""
+    """One cache for the whole run, so repeated builds of the samples stay fast but never touch ~/.cache. With
+    pytest-xdist the workers share it (the run's base folder holds each worker's own), so a build one worker
+    made (the harness runtime object, a sample's check) is not made again by the others."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "kernellsp-cache"
+        shared.mkdir(exist_ok=True)
+        return shared
     return tmp_path_factory.mktemp("kernellsp-cache")
 
 

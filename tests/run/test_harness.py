@@ -340,8 +340,14 @@ class Built:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Built]]:
-    """Every kernel above: planned, generated and compiled with nvcc (in parallel)."""
+def built(
+    tmp_path_factory: pytest.TempPathFactory, harness_runtime_object: Path
+) -> Iterator[dict[str, Built]]:
+    """Every kernel above: planned, generated and compiled with nvcc (in parallel), the way verify and profile
+    build harnesses (the split build: the entry unit compiled and linked with the runtime object the run built
+    once; kernellsp never builds the single-unit form, which `_build_one` and the GPU tests still cover)."""
+    from kernellsp.run import harness_build as hb
+
     if NVCC is None:
         pytest.skip("nvcc not on PATH")
     root = tmp_path_factory.mktemp("harness")
@@ -354,10 +360,16 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Built]
         src.write_text(text)
         plan = _plan_of(text, entry, str(src))
         hcu = d / "harness.cu"
-        hcu.write_text(generate_harness(plan, str(src)))
+        hcu.write_text(generate_harness(plan, str(src), split=True))
         exe = d / "harness"
-        cmd = harness_compile_command(str(hcu), str(exe), "sm_90", plan.flags)
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        obj = str(d / "harness.o")
+        for cmd in (
+            hb.unit_compile_command(str(hcu), obj, "sm_90", plan.flags),
+            hb.link_command([obj, str(harness_runtime_object)], str(exe), "sm_90", plan.flags),
+        ):
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            if proc.returncode != 0:
+                break
         return Built(name, src, hcu, exe, plan, proc.returncode, proc.stderr)
 
     with ThreadPoolExecutor(max_workers=4) as pool:
