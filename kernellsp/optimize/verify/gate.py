@@ -7,14 +7,19 @@ Order of gates, each with a named verdict when it fails:
 2. ``compile_error``: the candidate's harness does not build; ``timing_dependent``: its device code
    (its PTX, so inline assembly and helpers count) reads a clock, timer or placement register
    (``%clock64``, ``%globaltimer``, ``%smid``, ...) that the baseline does not
-   (:mod:`kernellsp.optimize.verify.timing_reads`); in the loop's rounds only
+   (:mod:`kernellsp.optimize.verify.timing_reads`); ``precision_downgrade``: under ``precision = "strict"``
+   its PTX adds coarse approximate or reduced-precision math (``tanh.approx``, ``div.approx``, TF32, f32 ->
+   f16) the baseline's does not (:mod:`kernellsp.optimize.verify.precision_ops`); in the loop's rounds only
    (``screen_speedup``), one A/B timing round follows, and a candidate that cannot become the round's
    champion is refused here, before its correctness runs: ``not_faster`` when it cannot clear the minimum
    gain, ``outpaced`` when it cannot beat the round's accepted lead (rounds only select; a candidate
    that passes the screen goes through every gate below, and the final verification never screens);
-3. correctness, on every declared shape (small edge shapes first), baseline and candidate in
+3. correctness, on every declared shape (small edge shapes first) and three shapes drawn from the
+   verification's seed within what the spec shows of its sizes (skipped where the baseline does not
+   handle them: :mod:`kernellsp.optimize.verify.drawn_shapes`), baseline and candidate in
    separate processes, one process per shape running every input set: several seeds of the spec's
-   distribution and the structured patterns (sparse spikes, alternating signs, a ramp, a wide dynamic
+   distribution, two second calls (the outputs start with an earlier call's results on other inputs,
+   then with those results moved to other elements) and the structured patterns (sparse spikes, alternating signs, a ramp, a wide dynamic
    range) that expose skipped or approximated work. The seeds derive from a run seed drawn from the OS
    (recorded in the verdict; ``replay`` reuses it), so the code under test cannot recognise the inputs
    it will be checked on. Outputs and every SM's shared memory are poisoned before each launch, and
