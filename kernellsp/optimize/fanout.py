@@ -179,6 +179,20 @@ def optimize_all(
         models = [None] * len(jobs)
         width = parallel or 1
 
+    # Each entry runs under an event of its own that the caller's cancel sets: the loop sets its run's event
+    # when one of its candidates fails (to stop the others), which must stop that entry, not the whole fan-out.
+    entry_cancel = [threading.Event() for _ in jobs]
+    finished = threading.Event()
+
+    def relay() -> None:
+        while not finished.is_set():
+            if cancel.wait(0.2):
+                for e in entry_cancel:
+                    e.set()
+                return
+
+    threading.Thread(target=relay, name="kernellsp-fanout-cancel", daemon=True).start()
+
     def one(i: int) -> EntryOutcome:
         job = jobs[i]
         t0 = time.monotonic()
@@ -195,7 +209,7 @@ def optimize_all(
                 proposers(job),
                 options(job),
                 findings(job) if findings is not None else None,
-                cancel=cancel,
+                cancel=entry_cancel[i],
                 progress=say,
             )
             out = outcome_of(job, result, None, time.monotonic() - t0, models[i])
@@ -203,23 +217,27 @@ def optimize_all(
             from kernellsp.build.nvcc import Cancelled
             from kernellsp.optimize.verify.gate import VerifyError
 
-            if isinstance(exc, Cancelled) or cancel.is_set():
-                out = outcome_of(job, None, "cancelled", time.monotonic() - t0, models[i])
-            elif isinstance(exc, OptimizeError | VerifyError | RunnerError):
+            # An error is named as itself, even when the loop then cancelled the entry's other candidates.
+            if isinstance(exc, OptimizeError | VerifyError | RunnerError):
                 out = outcome_of(job, None, str(exc), time.monotonic() - t0, models[i])
+            elif isinstance(exc, Cancelled) or cancel.is_set():
+                out = outcome_of(job, None, "cancelled", time.monotonic() - t0, models[i])
             else:
                 raise
         if on_done is not None:
             on_done(out)
         return out
 
-    with ThreadPoolExecutor(max_workers=max(1, min(width, len(jobs)))) as ex:
-        futures = [ex.submit(one, i) for i in range(len(jobs))]
-        try:
-            return [f.result() for f in futures]
-        except BaseException:
-            cancel.set()  # Ctrl-C: stop every run now, not after each finishes
-            raise
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, min(width, len(jobs)))) as ex:
+            futures = [ex.submit(one, i) for i in range(len(jobs))]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:
+                cancel.set()  # Ctrl-C: stop every run now, not after each finishes
+                raise
+    finally:
+        finished.set()
 
 
 # --------------------------------------------------------------------------------------------------
