@@ -206,7 +206,7 @@ def run_verify_command(
 def run_spec_draft_command(file: Path, kernels: list[str], write: bool) -> None:
     """``kernellsp spec draft``: the draft spec of each named kernel (or of every kernel without one), printed or
     inserted above its kernel with a backup. Exit 0; 2 for a kernel that is not there or cannot be drafted."""
-    from kernellsp.optimize.apply import record_backup
+    from kernellsp.optimize.apply import replace_user_file
     from kernellsp.source import spec
     from kernellsp.source.draft import draft_problem
     from kernellsp.source.model import parse_source
@@ -241,8 +241,7 @@ def run_spec_draft_command(file: Path, kernels: list[str], write: bool) -> None:
             typer.echo(f"// {file}:{line + 1}: above {fn.name}\n{block}", nl=False)
         raise typer.Exit(0)
     new = spec.insert_draft_blocks(text, blocks)
-    backup = record_backup(file, text, new, None)
-    file.write_text(new, encoding="utf-8")
+    backup = replace_user_file(file, text, new)
     names = ", ".join(f.name for f in chosen)
     typer.echo(
         f"{file}: inserted a draft spec above {names} (backup {backup}; `kernellsp revert {file}` restores it)"

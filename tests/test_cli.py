@@ -603,3 +603,15 @@ def test_spec_draft_prints_writes_with_a_backup_and_reverts(tmp_path: Path) -> N
     assert invoke("revert", str(f)).exit_code == 0 and f.read_text() == original
     bad = invoke("spec", "draft", str(f), "--kernel", "nope")
     assert bad.exit_code == 2 and "no kernel named nope (kernels: vector_add)" in bad.output
+    # A latin-1 file with CRLF line ends keeps its encoding and line ends; only the block is added.
+    raw = (
+        original.replace("\n", "\r\n")
+        .replace("// vector_add.cu", "// vector_add.cu (\u00e9t\u00e9)")
+        .encode("latin-1")
+    )
+    f.write_bytes(raw)
+    assert invoke("spec", "draft", str(f), "--write").exit_code == 0
+    after = f.read_bytes()
+    assert after.startswith(raw.split(b"\r\n__global__")[0]) and b"\r\nsizes = { N = " in after
+    assert b"\xc3" not in after  # not re-encoded as UTF-8
+    assert invoke("revert", str(f)).exit_code == 0 and f.read_bytes() == raw

@@ -109,6 +109,15 @@ def record_backup(
     return backup
 
 
+def replace_user_file(path: Path, original: str, new: str, bundle: str | None = None) -> Path:
+    """Write ``new`` over the user's file as :func:`apply_result` does (its own encoding, atomically, its
+    permission bits kept) after keeping ``original`` as a backup :func:`revert` restores; the backup's path."""
+    encoding = _encoding_of(path)
+    backup = record_backup(path, original, new, bundle, encoding)
+    _write_text(path, new, encoding, like=path)
+    return backup
+
+
 def apply_result(path: Path, result: OptimizeResult) -> Path:
     """Write the champion to ``path`` if the file still holds the original text; return the backup path.
 
